@@ -1,0 +1,49 @@
+import type { Evidence, HeldCallFacts } from "../schema/Facts.js"
+
+/** Facts of a held call before any event. */
+export const initialFacts = (heldId: string): HeldCallFacts => ({
+  held_id: heldId,
+  generation: 0,
+  spec: null,
+  lifecycle: "open",
+  verdict: "pending",
+  reasons: [],
+  witness_contract: null,
+  contract_digest: null,
+  witness_request: null,
+  active_rule: null,
+  held: false,
+  evidence: [],
+  readiness: "unsatisfied",
+  policy_epoch: 0,
+  policy_epoch_checked: 0,
+  execution: "none",
+  lease_owner: null,
+  dispatch_attempts: 0,
+  needs_witness: false,
+  effect: null,
+  result_admission: "pending",
+  result: null,
+  quarantine: null,
+  outcome: null,
+  continuation_delivery: "none",
+  delivery_id: null,
+  delivery_attempts: 0,
+  delivery_last_at: null,
+  errors: [],
+  seen: [],
+  last_seq: 0
+})
+
+/** Evidence of the current generation, bound to the current call and contract digests. */
+export const currentEvidence = (facts: HeldCallFacts): ReadonlyArray<Evidence> =>
+  facts.evidence.filter(
+    (e) =>
+      e.generation === facts.generation &&
+      e.call_digest === facts.spec?.call_digest &&
+      e.contract_digest === facts.contract_digest
+  )
+
+/** True while no effect can have happened: cancel and edits are still allowed. */
+export const beforeDispatch = (facts: HeldCallFacts): boolean =>
+  facts.lifecycle === "open" && (facts.execution === "none" || facts.execution === "leased")

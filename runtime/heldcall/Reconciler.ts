@@ -1,0 +1,169 @@
+import type { HeldEvent } from "../schema/Events.js"
+import type { Evidence, HeldCallFacts } from "../schema/Facts.js"
+import type { WitnessContract, WitnessRule } from "../schema/WitnessContract.js"
+import { currentEvidence } from "./Facts.js"
+import { evolve } from "./Reducer.js"
+import { classesOf, principalsOf, satisfies, type Approval } from "./WitnessRuleEval.js"
+
+/** What the reconciler knows of the world besides the facts. Time arrives here, not from a clock. */
+export interface ReconcileContext {
+  readonly now: number
+  readonly policyEpoch: number
+  /** Classes a principal is registered with under the policy in force. */
+  readonly classesOf: (principal: string) => ReadonlyArray<string>
+  /** Most local events one tick may derive before it is an error, not a spin. */
+  readonly bound?: number
+}
+
+/** Work the reconciler asks for; loops claim it with leases. Level-based: none names an event. */
+export type Action =
+  | { readonly kind: "adjudicate" }
+  | { readonly kind: "execute" }
+  | { readonly kind: "resolve" }
+  | { readonly kind: "admit" }
+  | { readonly kind: "deliver" }
+
+export interface Plan {
+  /** Local facts to append, in order (readiness, expiry, veto, fallback). */
+  readonly events: ReadonlyArray<HeldEvent>
+  readonly actions: ReadonlyArray<Action>
+  /** Reconcile again after this many ms (a timer, not a retry), or never. */
+  readonly requeueMs: number | null
+  /** The facts after the local events. */
+  readonly facts: HeldCallFacts
+}
+
+export const DefaultBound = 16
+
+/** Delivery republish backoff: 1s, 2s, 4s ... capped at 60s. */
+export const deliveryBackoffMs = (attempts: number): number => Math.min(60_000, 1000 * 2 ** Math.max(0, attempts - 1))
+
+/**
+ * `reconcile(facts, context) -> plan`. Pure. Repeats local derivations until no fact changes
+ * (a bounded fixed point); hitting the bound yields one `reconcile.bound_exceeded` event.
+ */
+export const reconcile = (facts: HeldCallFacts, ctx: ReconcileContext): Plan => {
+  const bound = ctx.bound ?? DefaultBound
+  const at = new Date(ctx.now).toISOString()
+  const events: Array<HeldEvent> = []
+  let f = facts
+  for (let i = 0; ; i++) {
+    const next = nextLocalEvent(f, ctx, `@${facts.last_seq}.${i}`, at)
+    if (next === null) break
+    if (i >= bound) {
+      const stop: HeldEvent = { type: "reconcile.bound_exceeded", event_id: `reconcile.bound_exceeded:${f.held_id}:@${facts.last_seq}`, held_id: f.held_id, generation: f.generation, at, bound }
+      return { events: [...events, stop], actions: [], requeueMs: null, facts: evolve(f, { seq: f.last_seq, event: stop }) }
+    }
+    events.push(next)
+    f = evolve(f, { seq: f.last_seq, event: next })
+  }
+  return { events, actions: actionsFor(f, ctx), requeueMs: requeueFor(f, ctx), facts: f }
+}
+
+/** Approvals that count now: current generation and digests, unexpired, class still registered, not the proposer. */
+export const countingApprovals = (f: HeldCallFacts, ctx: ReconcileContext): ReadonlyArray<Approval> =>
+  counting(f, ctx).filter((e) => e.decision === "approve")
+
+const counting = (f: HeldCallFacts, ctx: ReconcileContext): ReadonlyArray<Evidence> =>
+  currentEvidence(f).filter(
+    (e) =>
+      e.status === "valid" &&
+      Date.parse(e.expires_at) > ctx.now &&
+      e.witness !== f.spec?.principal &&
+      ctx.classesOf(e.witness).includes(e.class)
+  )
+
+/** The veto in force, if any: a counting reject from a veto class. */
+export const vetoOf = (f: HeldCallFacts, ctx: ReconcileContext): Evidence | undefined => {
+  const veto = f.witness_contract?.veto ?? []
+  return counting(f, ctx).find((e) => e.decision === "reject" && veto.includes(e.class))
+}
+
+/** Invariant 2, as one predicate: may the effect of the current generation be dispatched now? */
+export const mayDispatch = (f: HeldCallFacts, ctx: ReconcileContext): boolean =>
+  f.spec !== null &&
+  f.lifecycle === "open" &&
+  f.execution === "none" &&
+  f.readiness === "satisfied" &&
+  f.policy_epoch_checked === ctx.policyEpoch &&
+  f.policy_epoch <= ctx.policyEpoch &&
+  Date.parse(f.spec.expires_at) > ctx.now &&
+  (f.verdict === "ALLOW" || (f.verdict === "REQUIRE_WITNESS" && f.active_rule !== null && satisfies(f.active_rule, countingApprovals(f, ctx)) && vetoOf(f, ctx) === undefined))
+
+/** Whether the evidence is up to date with the policy this kernel holds. */
+const checked = (f: HeldCallFacts, ctx: ReconcileContext): boolean =>
+  f.verdict !== "pending" && f.policy_epoch_checked === ctx.policyEpoch && f.policy_epoch <= ctx.policyEpoch
+
+const nextLocalEvent = (f: HeldCallFacts, ctx: ReconcileContext, tag: string, at: string): HeldEvent | null => {
+  if (f.spec === null || f.lifecycle !== "open") return null
+  const base = { held_id: f.held_id, generation: f.generation, at }
+  const id = (type: string) => `${type}:${f.held_id}:${tag}`
+  if (f.execution === "none" && Date.parse(f.spec.expires_at) <= ctx.now) {
+    return { ...base, type: "call.expired", event_id: id("call.expired") }
+  }
+  if (!checked(f, ctx)) {
+    return f.readiness === "satisfied" ? { ...base, type: "readiness.changed", event_id: id("readiness.changed"), readiness: "stale", policy_epoch: ctx.policyEpoch } : null
+  }
+  if (f.execution !== "none") return null
+  if (f.verdict === "DENY") return { ...base, type: "call.denied", event_id: id("call.denied"), reasons: f.reasons }
+  if (f.verdict === "REQUIRE_WITNESS" && f.witness_contract !== null) {
+    const veto = vetoOf(f, ctx)
+    if (veto !== undefined) {
+      return { ...base, type: "call.denied", event_id: id("call.denied"), reasons: [{ by: veto.witness, reason: `veto by ${veto.class} witness ${veto.witness}` }] }
+    }
+    const fb = f.witness_contract.fallback
+    if (fb !== undefined && f.readiness !== "satisfied" && ctx.now >= Date.parse(f.spec.created_at) + fb.after_ms) {
+      if (fb.action === "deny") {
+        return { ...base, type: "call.denied", event_id: id("call.denied"), reasons: [{ by: "kernel", reason: `no satisfying witness within ${fb.after_ms} ms (fallback: deny)` }] }
+      }
+      if (!sameRule(f.active_rule, fb.rule)) {
+        return { ...base, type: "witness.fallback_applied", event_id: id("witness.fallback_applied"), rule: fb.rule }
+      }
+    }
+  }
+  const want = f.verdict === "ALLOW" || (f.active_rule !== null && satisfies(f.active_rule, countingApprovals(f, ctx))) ? "satisfied" : "unsatisfied"
+  if (want !== f.readiness) return { ...base, type: "readiness.changed", event_id: id("readiness.changed"), readiness: want, policy_epoch: ctx.policyEpoch }
+  return null
+}
+
+const actionsFor = (f: HeldCallFacts, ctx: ReconcileContext): ReadonlyArray<Action> => {
+  if (f.spec === null) return []
+  const actions: Array<Action> = []
+  if (f.lifecycle === "open" && f.execution === "none" && !checked(f, ctx) && f.policy_epoch <= ctx.policyEpoch) actions.push({ kind: "adjudicate" })
+  if (mayDispatch(f, ctx)) actions.push({ kind: "execute" })
+  if (f.execution === "leased" || f.execution === "dispatched" || (f.execution === "outcome-unknown" && !f.needs_witness)) actions.push({ kind: "resolve" })
+  if (f.execution === "effect-recorded" && f.result_admission === "pending") actions.push({ kind: "admit" })
+  if (f.outcome !== null && dueDelivery(f, ctx)) actions.push({ kind: "deliver" })
+  return actions
+}
+
+const dueDelivery = (f: HeldCallFacts, ctx: ReconcileContext): boolean =>
+  f.continuation_delivery === "pending" ||
+  (f.continuation_delivery === "delivered" && f.delivery_last_at !== null && ctx.now >= Date.parse(f.delivery_last_at) + deliveryBackoffMs(f.delivery_attempts))
+
+const requeueFor = (f: HeldCallFacts, ctx: ReconcileContext): number | null => {
+  if (f.spec === null) return null
+  const times: Array<number> = []
+  if (f.lifecycle === "open" && f.execution === "none") {
+    times.push(Date.parse(f.spec.expires_at))
+    const fb = f.witness_contract?.fallback
+    if (fb !== undefined && f.readiness !== "satisfied") times.push(Date.parse(f.spec.created_at) + fb.after_ms)
+    for (const e of counting(f, ctx)) times.push(Date.parse(e.expires_at))
+  }
+  if (f.continuation_delivery === "delivered" && f.delivery_last_at !== null) {
+    times.push(Date.parse(f.delivery_last_at) + deliveryBackoffMs(f.delivery_attempts))
+  }
+  const future = times.filter((t) => Number.isFinite(t) && t > ctx.now)
+  return future.length === 0 ? null : Math.max(1, Math.min(...future) - ctx.now)
+}
+
+const sameRule = (a: WitnessRule | null, b: WitnessRule): boolean => a !== null && JSON.stringify(a) === JSON.stringify(b)
+
+/** Classes and principals a contract admits as witnesses (rule, fallback route and veto). */
+export const admittedWitnesses = (c: WitnessContract): { classes: ReadonlyArray<string>; principals: ReadonlyArray<string> } => {
+  const rules = [c.rule, ...(c.fallback?.action === "route" ? [c.fallback.rule] : [])]
+  return {
+    classes: [...new Set([...rules.flatMap(classesOf), ...(c.veto ?? [])])],
+    principals: [...new Set(rules.flatMap(principalsOf))]
+  }
+}

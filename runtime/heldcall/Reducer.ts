@@ -1,0 +1,208 @@
+import type { HeldEvent, SequencedEvent } from "../schema/Events.js"
+import type { Evidence, HeldCallFacts } from "../schema/Facts.js"
+import { initialFacts } from "./Facts.js"
+
+/**
+ * Folds one event into the facts. Pure: time and ids arrive inside the event. An event id
+ * already folded leaves the facts unchanged (the reducer is the append-once guarantee).
+ */
+export const evolve = (facts: HeldCallFacts, { seq, event }: SequencedEvent): HeldCallFacts => {
+  if (hasSeen(facts, event.event_id)) return facts.last_seq >= seq ? facts : { ...facts, last_seq: seq }
+  const next = apply(facts, event)
+  return { ...next, seen: insertSorted(facts.seen, event.event_id), last_seq: Math.max(facts.last_seq, seq) }
+}
+
+/** `reduce(events) -> facts`. */
+export const reduce = (heldId: string, events: Iterable<SequencedEvent>, from?: HeldCallFacts): HeldCallFacts => {
+  let facts = from ?? initialFacts(heldId)
+  for (const e of events) facts = evolve(facts, e)
+  return facts
+}
+
+const apply = (f: HeldCallFacts, e: HeldEvent): HeldCallFacts => {
+  switch (e.type) {
+    case "call.proposed": {
+      // A later generation is an edit; an older one arriving late changes nothing.
+      if (e.generation <= f.generation) return f
+      const { principal, session_id, turn_id, call_id, tool, args, call_digest, continuation_ref, idempotency_key, created_at, expires_at } = e
+      return {
+        ...f,
+        generation: e.generation,
+        spec: { principal, session_id, turn_id, call_id, tool, args, call_digest, continuation_ref, idempotency_key, created_at, expires_at },
+        verdict: "pending",
+        reasons: [],
+        witness_contract: null,
+        contract_digest: null,
+        witness_request: null,
+        active_rule: null,
+        readiness: f.readiness === "satisfied" ? "stale" : f.readiness,
+        policy_epoch_checked: 0
+      }
+    }
+    case "call.adjudicated": {
+      if (e.generation !== f.generation || e.policy_epoch < f.policy_epoch_checked) return f
+      const contract = e.witness_contract ?? null
+      return {
+        ...f,
+        verdict: e.verdict,
+        reasons: e.reasons,
+        readiness: e.verdict === "ALLOW" ? "satisfied" : f.readiness,
+        witness_contract: contract,
+        contract_digest: e.contract_digest ?? null,
+        active_rule: contract && f.contract_digest === (e.contract_digest ?? null) && f.active_rule ? f.active_rule : contract?.rule ?? null,
+        policy_epoch: Math.max(f.policy_epoch, e.policy_epoch),
+        policy_epoch_checked: e.policy_epoch
+      }
+    }
+    case "call.held":
+      return e.generation === f.generation ? { ...f, held: true, witness_request: e.witness_request } : f
+    case "call.denied":
+      return end(f, "denied", { reasons: e.reasons.length > 0 ? e.reasons : f.reasons })
+    case "attestation.accepted":
+      return withEvidence(f, {
+        witness: e.witness,
+        class: e.class,
+        decision: e.decision,
+        status: "valid",
+        generation: e.generation,
+        call_digest: e.call_digest,
+        contract_digest: e.contract_digest,
+        attestation_digest: e.attestation_digest,
+        issued_at: e.issued_at,
+        expires_at: e.expires_at,
+        nonce: e.nonce
+      })
+    case "attestation.rejected": {
+      const payload = e.envelope.payload
+      return withEvidence(f, {
+        witness: e.witness,
+        class: e.class,
+        decision: decisionOf(payload["decision"]),
+        status: "rejected",
+        reason: `${e.disposition}: ${e.reason}`,
+        generation: e.generation,
+        call_digest: String(payload["call_digest"] ?? ""),
+        contract_digest: String(payload["contract_digest"] ?? ""),
+        attestation_digest: e.attestation_digest,
+        issued_at: String(payload["issued_at"] ?? e.at),
+        expires_at: String(payload["expires_at"] ?? e.at),
+        nonce: String(payload["nonce"] ?? "")
+      })
+    }
+    case "policy.epoch_changed":
+      if (e.policy_epoch <= f.policy_epoch) return f
+      return { ...f, policy_epoch: e.policy_epoch, readiness: f.readiness === "satisfied" && f.lifecycle === "open" ? "stale" : f.readiness }
+    case "readiness.changed":
+      if (e.generation !== f.generation || f.lifecycle !== "open") return f
+      return { ...f, readiness: e.readiness }
+    case "witness.fallback_applied":
+      return e.generation === f.generation ? { ...f, active_rule: e.rule } : f
+    case "execution.leased":
+      return f.execution === "none" && e.generation === f.generation ? { ...f, execution: "leased", lease_owner: e.owner } : f
+    case "effect.dispatched":
+      if (f.execution === "effect-recorded") return f
+      return { ...f, execution: "dispatched", lease_owner: e.owner, dispatch_attempts: Math.max(f.dispatch_attempts, e.attempt), needs_witness: false }
+    case "effect.outcome_unknown":
+      if (f.execution === "effect-recorded") return f
+      return { ...f, execution: "outcome-unknown", needs_witness: e.needs_witness }
+    case "effect.readback":
+      // Not applied: the effect is known absent, and may be dispatched again under the same key.
+      if (f.execution === "effect-recorded" || e.applied) return f
+      return { ...f, execution: "none", lease_owner: null }
+    case "effect.recorded":
+      if (f.execution === "effect-recorded") return f
+      return {
+        ...f,
+        execution: "effect-recorded",
+        effect: { ok: e.ok, result: e.result, error: e.error, via: e.via },
+        needs_witness: false
+      }
+    case "result.admitted":
+      if (f.result_admission !== "pending") return f
+      return end({ ...f, result_admission: "admitted", result: e.result }, "completed")
+    case "result.quarantined":
+      if (f.result_admission !== "pending") return f
+      return end({ ...f, result_admission: "quarantined", result: null, quarantine: { by: e.by, reason: e.reason } }, "completed")
+    case "delivery.published":
+      if (e.attempt <= f.delivery_attempts) return f
+      return {
+        ...f,
+        continuation_delivery: f.continuation_delivery === "acknowledged" ? "acknowledged" : "delivered",
+        delivery_id: e.delivery_id,
+        delivery_attempts: e.attempt,
+        delivery_last_at: e.at
+      }
+    case "delivery.acknowledged":
+      return { ...f, continuation_delivery: "acknowledged", delivery_id: e.delivery_id }
+    case "call.cancelled":
+      return f.execution === "none" || f.execution === "leased" ? end(f, "cancelled", { reasons: [{ by: e.by, reason: e.reason }] }) : f
+    case "call.expired":
+      return f.execution === "none" ? end(f, "expired") : f
+    case "reconcile.bound_exceeded":
+      return { ...f, errors: [...f.errors, `reconcile bound ${e.bound} exceeded at generation ${e.generation}`] }
+    default:
+      return f
+  }
+}
+
+/** Ends an open call. The first end wins; a late end changes nothing. */
+const end = (f: HeldCallFacts, outcome: NonNullable<HeldCallFacts["outcome"]>, extra: Partial<HeldCallFacts> = {}): HeldCallFacts => {
+  if (f.outcome !== null) return f
+  return {
+    ...f,
+    ...extra,
+    lifecycle: outcome,
+    outcome,
+    continuation_delivery: f.held && f.continuation_delivery === "none" ? "pending" : f.continuation_delivery
+  }
+}
+
+const decisionOf = (d: unknown): Evidence["decision"] =>
+  d === "approve" || d === "reject" || d === "revoke" || d === "evidence" ? d : "evidence"
+
+/**
+ * Adds a statement and re-derives revocation: a witness's revoke withdraws that witness's
+ * statements issued before it, for the same generation. Kept sorted so arrival order is irrelevant.
+ */
+const withEvidence = (f: HeldCallFacts, item: Evidence): HeldCallFacts => {
+  const all = [...f.evidence.map(unrevoke), item].sort(compareEvidence)
+  const revokedAt = new Map<string, string>()
+  for (const e of all) {
+    if (e.status !== "valid" || e.decision !== "revoke") continue
+    const key = `${e.witness}\u0000${e.generation}`
+    const prev = revokedAt.get(key)
+    if (prev === undefined || e.issued_at > prev) revokedAt.set(key, e.issued_at)
+  }
+  const evidence = all.map((e) => {
+    const at = revokedAt.get(`${e.witness}\u0000${e.generation}`)
+    return e.status === "valid" && e.decision !== "revoke" && at !== undefined && e.issued_at <= at ? { ...e, status: "revoked" as const } : e
+  })
+  // A held call whose readiness rested on withdrawn evidence is re-derived by the reconciler.
+  return { ...f, evidence }
+}
+
+const unrevoke = (e: Evidence): Evidence => (e.status === "revoked" ? { ...e, status: "valid" } : e)
+
+const compareEvidence = (a: Evidence, b: Evidence): number =>
+  a.issued_at < b.issued_at ? -1 : a.issued_at > b.issued_at ? 1 : a.attestation_digest < b.attestation_digest ? -1 : a.attestation_digest > b.attestation_digest ? 1 : 0
+
+const hasSeen = (f: HeldCallFacts, id: string): boolean => binarySearch(f.seen, id) >= 0
+
+const binarySearch = (xs: ReadonlyArray<string>, x: string): number => {
+  let lo = 0
+  let hi = xs.length - 1
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1
+    const v = xs[mid]!
+    if (v === x) return mid
+    if (v < x) lo = mid + 1
+    else hi = mid - 1
+  }
+  return -1
+}
+
+const insertSorted = (xs: ReadonlyArray<string>, x: string): ReadonlyArray<string> => {
+  let i = 0
+  while (i < xs.length && xs[i]! < x) i++
+  return [...xs.slice(0, i), x, ...xs.slice(i)]
+}

@@ -1,0 +1,232 @@
+import { Schema } from "effect"
+import { Envelope } from "./Envelope.js"
+import { JsonObject, JsonValue } from "./Json.js"
+import { WitnessContract, WitnessRule } from "./WitnessContract.js"
+
+/** Fields every event carries. `event_id` is derived from the event's cause, so one cause is one event. */
+const Base = {
+  event_id: Schema.String,
+  held_id: Schema.String,
+  generation: Schema.Int,
+  at: Schema.String
+}
+
+export const Verdict = Schema.Literal("ALLOW", "REQUIRE_WITNESS", "DENY")
+export type Verdict = typeof Verdict.Type
+
+export const Reason = Schema.Struct({ by: Schema.String, reason: Schema.String })
+export type Reason = typeof Reason.Type
+
+/** One policy decision as recorded for the auditor (plugin digest, input digest, output, host values). */
+export const Decision = Schema.Struct({
+  by: Schema.String,
+  digest: Schema.optional(Schema.String),
+  input_digest: Schema.optional(Schema.String),
+  output: JsonValue,
+  host_values: Schema.optional(Schema.Array(JsonValue))
+})
+export type Decision = typeof Decision.Type
+
+export const WitnessRequest = Schema.Struct({
+  contract: WitnessContract,
+  contract_digest: Schema.String,
+  presentation: JsonObject
+})
+export type WitnessRequest = typeof WitnessRequest.Type
+
+export const CallProposed = Schema.Struct({
+  ...Base,
+  type: Schema.Literal("call.proposed"),
+  principal: Schema.String,
+  session_id: Schema.String,
+  turn_id: Schema.String,
+  call_id: Schema.String,
+  tool: Schema.String,
+  args: JsonObject,
+  call_digest: Schema.String,
+  continuation_ref: Schema.optional(Schema.String),
+  idempotency_key: Schema.String,
+  created_at: Schema.String,
+  expires_at: Schema.String,
+  envelope: Schema.optional(Envelope)
+})
+
+export const CallAdjudicated = Schema.Struct({
+  ...Base,
+  type: Schema.Literal("call.adjudicated"),
+  verdict: Verdict,
+  reasons: Schema.Array(Reason),
+  policy_epoch: Schema.Int,
+  witness_contract: Schema.optional(WitnessContract),
+  contract_digest: Schema.optional(Schema.String),
+  decisions: Schema.Array(Decision)
+})
+
+export const CallHeld = Schema.Struct({
+  ...Base,
+  type: Schema.Literal("call.held"),
+  witness_request: WitnessRequest,
+  expires_at: Schema.String
+})
+
+export const CallDenied = Schema.Struct({ ...Base, type: Schema.Literal("call.denied"), reasons: Schema.Array(Reason) })
+
+export const AttestationAccepted = Schema.Struct({
+  ...Base,
+  type: Schema.Literal("attestation.accepted"),
+  witness: Schema.String,
+  class: Schema.String,
+  decision: Schema.Literal("approve", "reject", "revoke", "evidence"),
+  attestation_digest: Schema.String,
+  call_digest: Schema.String,
+  contract_digest: Schema.String,
+  issued_at: Schema.String,
+  expires_at: Schema.String,
+  nonce: Schema.String,
+  evidence_digest: Schema.optional(Schema.String),
+  envelope: Envelope
+})
+
+export const AttestationRejected = Schema.Struct({
+  ...Base,
+  type: Schema.Literal("attestation.rejected"),
+  witness: Schema.String,
+  class: Schema.String,
+  disposition: Schema.Literal("stale", "invalid"),
+  reason: Schema.String,
+  attestation_digest: Schema.String,
+  envelope: Envelope
+})
+
+export const PolicyEpochChanged = Schema.Struct({ ...Base, type: Schema.Literal("policy.epoch_changed"), policy_epoch: Schema.Int })
+
+export const Readiness = Schema.Literal("unsatisfied", "satisfied", "stale")
+export type Readiness = typeof Readiness.Type
+
+export const ReadinessChanged = Schema.Struct({
+  ...Base,
+  type: Schema.Literal("readiness.changed"),
+  readiness: Readiness,
+  policy_epoch: Schema.Int
+})
+
+export const WitnessFallbackApplied = Schema.Struct({
+  ...Base,
+  type: Schema.Literal("witness.fallback_applied"),
+  rule: WitnessRule
+})
+
+export const ExecutionLeased = Schema.Struct({
+  ...Base,
+  type: Schema.Literal("execution.leased"),
+  owner: Schema.String,
+  lease_until: Schema.String
+})
+
+export const EffectDispatched = Schema.Struct({
+  ...Base,
+  type: Schema.Literal("effect.dispatched"),
+  idempotency_key: Schema.String,
+  attempt: Schema.Int,
+  owner: Schema.String,
+  policy_epoch: Schema.Int
+})
+
+export const EffectRecorded = Schema.Struct({
+  ...Base,
+  type: Schema.Literal("effect.recorded"),
+  idempotency_key: Schema.String,
+  ok: Schema.Boolean,
+  result: Schema.optional(JsonValue),
+  error: Schema.optional(Schema.String),
+  via: Schema.Literal("dispatch", "readback")
+})
+
+export const EffectOutcomeUnknown = Schema.Struct({
+  ...Base,
+  type: Schema.Literal("effect.outcome_unknown"),
+  idempotency_key: Schema.String,
+  reason: Schema.String,
+  /** True when the tool has no read-back: only a witness can resolve it. */
+  needs_witness: Schema.Boolean
+})
+
+export const EffectReadback = Schema.Struct({
+  ...Base,
+  type: Schema.Literal("effect.readback"),
+  idempotency_key: Schema.String,
+  applied: Schema.Boolean
+})
+
+export const ResultAdmitted = Schema.Struct({ ...Base, type: Schema.Literal("result.admitted"), result: JsonValue, decisions: Schema.Array(Decision) })
+export const ResultQuarantined = Schema.Struct({
+  ...Base,
+  type: Schema.Literal("result.quarantined"),
+  by: Schema.String,
+  reason: Schema.String,
+  decisions: Schema.Array(Decision)
+})
+
+export const DeliveryPublished = Schema.Struct({
+  ...Base,
+  type: Schema.Literal("delivery.published"),
+  delivery_id: Schema.String,
+  attempt: Schema.Int
+})
+
+export const DeliveryAcknowledged = Schema.Struct({
+  ...Base,
+  type: Schema.Literal("delivery.acknowledged"),
+  delivery_id: Schema.String,
+  envelope: Envelope
+})
+
+export const CallCancelled = Schema.Struct({
+  ...Base,
+  type: Schema.Literal("call.cancelled"),
+  by: Schema.String,
+  reason: Schema.String,
+  envelope: Envelope
+})
+
+export const CallExpired = Schema.Struct({ ...Base, type: Schema.Literal("call.expired") })
+
+export const ReconcileBoundExceeded = Schema.Struct({
+  ...Base,
+  type: Schema.Literal("reconcile.bound_exceeded"),
+  bound: Schema.Int
+})
+
+/** Every event of a held call, on `wk.v1.events.<held_id>` in `WK_EVENTS`. */
+export const HeldEvent = Schema.Union(
+  CallProposed,
+  CallAdjudicated,
+  CallHeld,
+  CallDenied,
+  AttestationAccepted,
+  AttestationRejected,
+  PolicyEpochChanged,
+  ReadinessChanged,
+  WitnessFallbackApplied,
+  ExecutionLeased,
+  EffectDispatched,
+  EffectRecorded,
+  EffectOutcomeUnknown,
+  EffectReadback,
+  ResultAdmitted,
+  ResultQuarantined,
+  DeliveryPublished,
+  DeliveryAcknowledged,
+  CallCancelled,
+  CallExpired,
+  ReconcileBoundExceeded
+)
+export type HeldEvent = typeof HeldEvent.Type
+export type EventType = HeldEvent["type"]
+export type EventOf<T extends EventType> = Extract<HeldEvent, { type: T }>
+
+/** An event as read back from the stream: its stream sequence travels with it. */
+export interface SequencedEvent {
+  readonly seq: number
+  readonly event: HeldEvent
+}

@@ -1,0 +1,100 @@
+import { Schema } from "effect"
+import { JsonObject, JsonValue } from "./Json.js"
+import { Readiness, Reason, Verdict, WitnessRequest } from "./Events.js"
+import { WitnessContract, WitnessRule } from "./WitnessContract.js"
+
+/** The immutable spec of one generation of a held call (the seed's `HeldCall`). */
+export const HeldCallSpec = Schema.Struct({
+  principal: Schema.String,
+  session_id: Schema.String,
+  turn_id: Schema.String,
+  call_id: Schema.String,
+  tool: Schema.String,
+  args: JsonObject,
+  call_digest: Schema.String,
+  continuation_ref: Schema.optional(Schema.String),
+  idempotency_key: Schema.String,
+  created_at: Schema.String,
+  expires_at: Schema.String
+})
+export type HeldCallSpec = typeof HeldCallSpec.Type
+
+/**
+ * open: may still run or end. completed: the effect ran and its result was admitted or quarantined.
+ * denied / cancelled / expired: ended with no effect.
+ */
+export const Lifecycle = Schema.Literal("open", "completed", "denied", "cancelled", "expired")
+export type Lifecycle = typeof Lifecycle.Type
+
+/**
+ * none: nothing dispatched. leased: a worker holds the effect lease. dispatched: the tool was
+ * called and no record exists yet. effect-recorded: the effect's outcome is in the log.
+ * outcome-unknown: a dispatch whose record was lost; only read-back or a witness resolves it.
+ */
+export const Execution = Schema.Literal("none", "leased", "dispatched", "effect-recorded", "outcome-unknown")
+export type Execution = typeof Execution.Type
+
+export const ResultAdmission = Schema.Literal("pending", "admitted", "quarantined")
+export const ContinuationDelivery = Schema.Literal("none", "pending", "delivered", "acknowledged")
+export type ContinuationDelivery = typeof ContinuationDelivery.Type
+
+export const EvidenceStatus = Schema.Literal("pending", "valid", "rejected", "revoked")
+
+/** One witness statement about one generation. */
+export const Evidence = Schema.Struct({
+  witness: Schema.String,
+  class: Schema.String,
+  decision: Schema.Literal("approve", "reject", "revoke", "evidence"),
+  status: EvidenceStatus,
+  reason: Schema.optional(Schema.String),
+  generation: Schema.Int,
+  call_digest: Schema.String,
+  contract_digest: Schema.String,
+  attestation_digest: Schema.String,
+  issued_at: Schema.String,
+  expires_at: Schema.String,
+  nonce: Schema.String
+})
+export type Evidence = typeof Evidence.Type
+
+export const Outcome = Schema.Literal("completed", "denied", "cancelled", "expired")
+export type Outcome = typeof Outcome.Type
+
+/** Observed facts of a held call (the seed's `HeldCallStatus`), derived from its events only. */
+export const HeldCallFacts = Schema.Struct({
+  held_id: Schema.String,
+  generation: Schema.Int,
+  spec: Schema.NullOr(HeldCallSpec),
+  lifecycle: Lifecycle,
+  verdict: Schema.Literal("pending", ...Verdict.literals),
+  reasons: Schema.Array(Reason),
+  witness_contract: Schema.NullOr(WitnessContract),
+  contract_digest: Schema.NullOr(Schema.String),
+  witness_request: Schema.NullOr(WitnessRequest),
+  /** The rule in force: the contract's rule, or the fallback route after a timeout. */
+  active_rule: Schema.NullOr(WitnessRule),
+  /** True once a 202 was answered: the end of the call is then delivered to the session. */
+  held: Schema.Boolean,
+  evidence: Schema.Array(Evidence),
+  readiness: Readiness,
+  policy_epoch: Schema.Int,
+  policy_epoch_checked: Schema.Int,
+  execution: Execution,
+  lease_owner: Schema.NullOr(Schema.String),
+  dispatch_attempts: Schema.Int,
+  needs_witness: Schema.Boolean,
+  effect: Schema.NullOr(Schema.Struct({ ok: Schema.Boolean, result: Schema.optional(JsonValue), error: Schema.optional(Schema.String), via: Schema.String })),
+  result_admission: ResultAdmission,
+  result: Schema.NullOr(JsonValue),
+  quarantine: Schema.NullOr(Reason),
+  outcome: Schema.NullOr(Outcome),
+  continuation_delivery: ContinuationDelivery,
+  delivery_id: Schema.NullOr(Schema.String),
+  delivery_attempts: Schema.Int,
+  delivery_last_at: Schema.NullOr(Schema.String),
+  errors: Schema.Array(Schema.String),
+  /** Event ids already folded: the reducer, not the dedupe window, guarantees append-once. */
+  seen: Schema.Array(Schema.String),
+  last_seq: Schema.Int
+})
+export type HeldCallFacts = typeof HeldCallFacts.Type

@@ -1,0 +1,42 @@
+import { Schema } from "effect"
+import { JsonObject } from "./Json.js"
+import { WitnessContract } from "./WitnessContract.js"
+
+/** A registered principal: its ed25519 public keys (base64) and witness classes. */
+export const PrincipalEntry = Schema.Struct({
+  keys: Schema.Array(Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9+/]{43}=$/, { message: () => "expected a base64 ed25519 public key (32 bytes)" }))),
+  classes: Schema.Array(Schema.String.pipe(Schema.minLength(1)))
+})
+export type PrincipalEntry = typeof PrincipalEntry.Type
+
+/** The spine's rule adjudicator for one tool: amount thresholds read from one argument. */
+export const ToolRule = Schema.Struct({
+  amount_field: Schema.optional(Schema.String),
+  /** Above this amount the call needs a witness. */
+  witness_above: Schema.optional(Schema.Number),
+  /** Above this amount the call is denied. */
+  deny_above: Schema.optional(Schema.Number),
+  /** Always needs a witness. */
+  always_witness: Schema.optional(Schema.Boolean),
+  contract: Schema.optional(WitnessContract)
+})
+export type ToolRule = typeof ToolRule.Type
+
+export const Layer = Schema.Literal("floor", "organization", "project", "user")
+
+/** A policy profile document (profiles/README.md). */
+export const Profile = Schema.Struct({
+  name: Schema.String.pipe(Schema.minLength(1)),
+  layer: Schema.optional(Layer),
+  principals: Schema.optional(Schema.Record({ key: Schema.String, value: PrincipalEntry })),
+  /** Tools each principal may call at all; everything else is denied by the kernel floor. */
+  grants: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Array(Schema.String) })),
+  rules: Schema.optional(Schema.Record({ key: Schema.String, value: ToolRule })),
+  /** How long a held call waits before it expires. */
+  held_ttl_ms: Schema.optional(Schema.Int.pipe(Schema.positive())),
+  /** Principals allowed to apply policy (`wk.v1.admin.policy.apply`). */
+  admins: Schema.optional(Schema.Array(Schema.String)),
+  /** Plugin pins (the plugin host, issue 4). Kept opaque here. */
+  plugins: Schema.optional(Schema.Array(JsonObject))
+})
+export type Profile = typeof Profile.Type

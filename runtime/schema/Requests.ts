@@ -1,0 +1,79 @@
+import { Schema } from "effect"
+import { HeldId, Digest, Principal, Token, ToolName, Timestamp } from "./Ids.js"
+import { JsonObject } from "./Json.js"
+
+/** Narrow-only per-call preferences (issue 5 widens the set; unknown keys are refused). */
+export const CallPreferences = Schema.Struct({
+  /** Ask for a witness even where policy would allow. */
+  require_witness: Schema.optional(Schema.Boolean),
+  /** Shorten the hold; can never lengthen the profile's limit. */
+  expires_in_ms: Schema.optional(Schema.Int.pipe(Schema.positive()))
+}).annotations({ parseOptions: { onExcessProperty: "error" } })
+export type CallPreferences = typeof CallPreferences.Type
+
+export const ProposePayload = Schema.Struct({
+  op: Schema.Literal("propose"),
+  principal: Principal,
+  session_id: Token,
+  turn_id: Token,
+  call_id: Token,
+  tool: ToolName,
+  args: JsonObject,
+  continuation_ref: Schema.optional(Schema.String.pipe(Schema.maxLength(4096))),
+  preferences: Schema.optional(CallPreferences)
+})
+export type ProposePayload = typeof ProposePayload.Type
+
+export const AttestDecision = Schema.Literal("approve", "reject", "revoke", "evidence")
+export type AttestDecision = typeof AttestDecision.Type
+
+export const AttestPayload = Schema.Struct({
+  op: Schema.Literal("attest"),
+  principal: Principal,
+  class: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(100)),
+  held_id: HeldId,
+  generation: Schema.Int.pipe(Schema.positive()),
+  call_digest: Digest,
+  contract_digest: Digest,
+  decision: AttestDecision,
+  evidence_digest: Schema.optional(Digest),
+  issued_at: Timestamp,
+  expires_at: Timestamp,
+  nonce: Schema.String.pipe(Schema.minLength(8), Schema.maxLength(128))
+})
+export type AttestPayload = typeof AttestPayload.Type
+
+export const CancelPayload = Schema.Struct({
+  op: Schema.Literal("cancel"),
+  principal: Principal,
+  held_id: HeldId,
+  reason: Schema.String.pipe(Schema.maxLength(1000))
+})
+export type CancelPayload = typeof CancelPayload.Type
+
+export const AckPayload = Schema.Struct({
+  op: Schema.Literal("ack"),
+  principal: Principal,
+  held_id: HeldId,
+  delivery_id: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200))
+})
+export type AckPayload = typeof AckPayload.Type
+
+export const PolicyApplyPayload = Schema.Struct({
+  op: Schema.Literal("policy.apply"),
+  principal: Principal,
+  profile: JsonObject
+})
+export type PolicyApplyPayload = typeof PolicyApplyPayload.Type
+
+export const GetRequest = Schema.Struct({ held_id: HeldId })
+export type GetRequest = typeof GetRequest.Type
+
+/** Each signed subject and the `op` its payload must carry. */
+export const OpForSubject = {
+  "wk.v1.calls.propose": "propose",
+  "wk.v1.held.attest": "attest",
+  "wk.v1.held.cancel": "cancel",
+  "wk.v1.held.ack": "ack",
+  "wk.v1.admin.policy.apply": "policy.apply"
+} as const

@@ -1,0 +1,30 @@
+/** Every NATS subject and JetStream name of protocol v1, in one place. */
+export const Subjects = {
+  propose: "wk.v1.calls.propose",
+  get: "wk.v1.held.get",
+  attest: "wk.v1.held.attest",
+  cancel: "wk.v1.held.cancel",
+  ack: "wk.v1.held.ack",
+  policyApply: "wk.v1.admin.policy.apply",
+  events: (heldId: string) => `wk.v1.events.${heldId}`,
+  policyEvents: "wk.v1.events._policy",
+  sessionResults: (sessionId: string) => `wk.v1.sessions.${sessionId}.results`,
+  toolInvoke: (tool: string) => `wk.v1.tools.${tool}.invoke`,
+  toolReadback: (tool: string) => `wk.v1.tools.${tool}.readback`,
+  witnessRequests: (heldId: string) => `wk.v1.witness.requests.${heldId}`
+} as const
+
+export const Streams = {
+  events: "WK_EVENTS",
+  sessions: "WK_SESSIONS"
+} as const
+
+export const Buckets = {
+  facts: "wk_facts",
+  leases: "wk_leases",
+  policy: "wk_policy",
+  open: "wk_open"
+} as const
+
+/** Largest request body the kernel accepts (protocol: oversized -> 400). */
+export const MaxRequestBytes = 1024 * 1024

@@ -1,0 +1,40 @@
+import { Schema } from "effect"
+
+/**
+ * A witness rule, as data. Leaves name a witness class (with an optional count of distinct
+ * principals) or one named principal; inner nodes combine with all / any / quorum(n).
+ */
+export type WitnessRule =
+  | { readonly class: string; readonly count?: number }
+  | { readonly principal: string }
+  | { readonly all: ReadonlyArray<WitnessRule> }
+  | { readonly any: ReadonlyArray<WitnessRule> }
+  | { readonly quorum: { readonly n: number; readonly of: ReadonlyArray<WitnessRule> } }
+
+const Count = Schema.Int.pipe(Schema.between(1, 100))
+
+export const WitnessRule: Schema.Schema<WitnessRule> = Schema.Union(
+  Schema.Struct({ class: Schema.String.pipe(Schema.minLength(1)), count: Schema.optional(Count) }),
+  Schema.Struct({ principal: Schema.String.pipe(Schema.minLength(1)) }),
+  Schema.Struct({ all: Schema.Array(Schema.suspend(() => WitnessRule)) }),
+  Schema.Struct({ any: Schema.Array(Schema.suspend(() => WitnessRule)) }),
+  Schema.Struct({ quorum: Schema.Struct({ n: Count, of: Schema.Array(Schema.suspend(() => WitnessRule)) }) })
+)
+
+/** What happens when no satisfying evidence arrives in time. */
+export const Fallback = Schema.Union(
+  Schema.Struct({ after_ms: Schema.Int.pipe(Schema.positive()), action: Schema.Literal("deny") }),
+  Schema.Struct({ after_ms: Schema.Int.pipe(Schema.positive()), action: Schema.Literal("route"), rule: WitnessRule })
+)
+export type Fallback = typeof Fallback.Type
+
+/** The condition a held call waits on. Its JCS sha256 is the `contract_digest`. */
+export const WitnessContract = Schema.Struct({
+  rule: WitnessRule,
+  /** One `reject` from a principal of a veto class ends the call (denied). */
+  veto: Schema.optional(Schema.Array(Schema.String)),
+  fallback: Schema.optional(Fallback),
+  /** Human-readable summary shown to witnesses. */
+  summary: Schema.optional(Schema.String)
+})
+export type WitnessContract = typeof WitnessContract.Type
