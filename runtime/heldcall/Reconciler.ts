@@ -1,7 +1,7 @@
 import type { HeldEvent } from "../schema/Events.js"
 import type { Evidence, HeldCallFacts } from "../schema/Facts.js"
 import type { WitnessContract, WitnessRule } from "../schema/WitnessContract.js"
-import { currentEvidence } from "./Facts.js"
+import { beforeDispatch, currentEvidence } from "./Facts.js"
 import { evolve } from "./Reducer.js"
 import { classesOf, principalsOf, satisfies, type Approval } from "./WitnessRuleEval.js"
 
@@ -83,7 +83,7 @@ export const vetoOf = (f: HeldCallFacts, ctx: ReconcileContext): Evidence | unde
 export const mayDispatch = (f: HeldCallFacts, ctx: ReconcileContext): boolean =>
   f.spec !== null &&
   f.lifecycle === "open" &&
-  f.execution === "none" &&
+  (f.execution === "none" || f.execution === "leased") &&
   f.readiness === "satisfied" &&
   f.policy_epoch_checked === ctx.policyEpoch &&
   f.policy_epoch <= ctx.policyEpoch &&
@@ -98,13 +98,13 @@ const nextLocalEvent = (f: HeldCallFacts, ctx: ReconcileContext, tag: string, at
   if (f.spec === null || f.lifecycle !== "open") return null
   const base = { held_id: f.held_id, generation: f.generation, at }
   const id = (type: string) => `${type}:${f.held_id}:${tag}`
-  if (f.execution === "none" && Date.parse(f.spec.expires_at) <= ctx.now) {
+  if (beforeDispatch(f) && Date.parse(f.spec.expires_at) <= ctx.now) {
     return { ...base, type: "call.expired", event_id: id("call.expired") }
   }
   if (!checked(f, ctx)) {
     return f.readiness === "satisfied" ? { ...base, type: "readiness.changed", event_id: id("readiness.changed"), readiness: "stale", policy_epoch: ctx.policyEpoch } : null
   }
-  if (f.execution !== "none") return null
+  if (!beforeDispatch(f)) return null
   if (f.verdict === "DENY") return { ...base, type: "call.denied", event_id: id("call.denied"), reasons: f.reasons }
   if (f.verdict === "REQUIRE_WITNESS" && f.witness_contract !== null) {
     const veto = vetoOf(f, ctx)
@@ -129,9 +129,9 @@ const nextLocalEvent = (f: HeldCallFacts, ctx: ReconcileContext, tag: string, at
 const actionsFor = (f: HeldCallFacts, ctx: ReconcileContext): ReadonlyArray<Action> => {
   if (f.spec === null) return []
   const actions: Array<Action> = []
-  if (f.lifecycle === "open" && f.execution === "none" && !checked(f, ctx) && f.policy_epoch <= ctx.policyEpoch) actions.push({ kind: "adjudicate" })
+  if (beforeDispatch(f) && !checked(f, ctx) && f.policy_epoch <= ctx.policyEpoch) actions.push({ kind: "adjudicate" })
   if (mayDispatch(f, ctx)) actions.push({ kind: "execute" })
-  if (f.execution === "leased" || f.execution === "dispatched" || (f.execution === "outcome-unknown" && !f.needs_witness)) actions.push({ kind: "resolve" })
+  if (f.execution === "dispatched" || (f.execution === "outcome-unknown" && !f.needs_witness)) actions.push({ kind: "resolve" })
   if (f.execution === "effect-recorded" && f.result_admission === "pending") actions.push({ kind: "admit" })
   if (f.outcome !== null && dueDelivery(f, ctx)) actions.push({ kind: "deliver" })
   return actions
@@ -144,7 +144,7 @@ const dueDelivery = (f: HeldCallFacts, ctx: ReconcileContext): boolean =>
 const requeueFor = (f: HeldCallFacts, ctx: ReconcileContext): number | null => {
   if (f.spec === null) return null
   const times: Array<number> = []
-  if (f.lifecycle === "open" && f.execution === "none") {
+  if (beforeDispatch(f)) {
     times.push(Date.parse(f.spec.expires_at))
     const fb = f.witness_contract?.fallback
     if (fb !== undefined && f.readiness !== "satisfied") times.push(Date.parse(f.spec.created_at) + fb.after_ms)

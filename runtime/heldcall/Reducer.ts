@@ -24,11 +24,11 @@ const apply = (f: HeldCallFacts, e: HeldEvent): HeldCallFacts => {
     case "call.proposed": {
       // A later generation is an edit; an older one arriving late changes nothing.
       if (e.generation <= f.generation) return f
-      const { principal, session_id, turn_id, call_id, tool, args, call_digest, continuation_ref, idempotency_key, created_at, expires_at } = e
+      const { principal, session_id, turn_id, call_id, tool, args, call_digest, continuation_ref, preferences, idempotency_key, created_at, expires_at } = e
       return {
         ...f,
         generation: e.generation,
-        spec: { principal, session_id, turn_id, call_id, tool, args, call_digest, continuation_ref, idempotency_key, created_at, expires_at },
+        spec: { principal, session_id, turn_id, call_id, tool, args, call_digest, continuation_ref, preferences, idempotency_key, created_at, expires_at },
         verdict: "pending",
         reasons: [],
         witness_contract: null,
@@ -98,7 +98,7 @@ const apply = (f: HeldCallFacts, e: HeldEvent): HeldCallFacts => {
     case "witness.fallback_applied":
       return e.generation === f.generation ? { ...f, active_rule: e.rule } : f
     case "execution.leased":
-      return f.execution === "none" && e.generation === f.generation ? { ...f, execution: "leased", lease_owner: e.owner } : f
+      return (f.execution === "none" || f.execution === "leased") && e.generation === f.generation ? { ...f, execution: "leased", lease_owner: e.owner } : f
     case "effect.dispatched":
       if (f.execution === "effect-recorded") return f
       return { ...f, execution: "dispatched", lease_owner: e.owner, dispatch_attempts: Math.max(f.dispatch_attempts, e.attempt), needs_witness: false }
@@ -137,7 +137,7 @@ const apply = (f: HeldCallFacts, e: HeldEvent): HeldCallFacts => {
     case "call.cancelled":
       return f.execution === "none" || f.execution === "leased" ? end(f, "cancelled", { reasons: [{ by: e.by, reason: e.reason }] }) : f
     case "call.expired":
-      return f.execution === "none" ? end(f, "expired") : f
+      return f.execution === "none" || f.execution === "leased" ? end(f, "expired") : f
     case "reconcile.bound_exceeded":
       return { ...f, errors: [...f.errors, `reconcile bound ${e.bound} exceeded at generation ${e.generation}`] }
     default:

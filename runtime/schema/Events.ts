@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { Envelope } from "./Envelope.js"
+import { CallPreferences } from "./Requests.js"
 import { JsonObject, JsonValue } from "./Json.js"
 import { WitnessContract, WitnessRule } from "./WitnessContract.js"
 
@@ -45,6 +46,7 @@ export const CallProposed = Schema.Struct({
   args: JsonObject,
   call_digest: Schema.String,
   continuation_ref: Schema.optional(Schema.String),
+  preferences: Schema.optional(CallPreferences),
   idempotency_key: Schema.String,
   created_at: Schema.String,
   expires_at: Schema.String,

@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { JsonObject, JsonValue } from "./Json.js"
+import { CallPreferences } from "./Requests.js"
 import { Readiness, Reason, Verdict, WitnessRequest } from "./Events.js"
 import { WitnessContract, WitnessRule } from "./WitnessContract.js"
 
@@ -13,6 +14,7 @@ export const HeldCallSpec = Schema.Struct({
   args: JsonObject,
   call_digest: Schema.String,
   continuation_ref: Schema.optional(Schema.String),
+  preferences: Schema.optional(CallPreferences),
   idempotency_key: Schema.String,
   created_at: Schema.String,
   expires_at: Schema.String

@@ -1,0 +1,31 @@
+import { Context, Layer } from "effect"
+import { hostname } from "node:os"
+import { randomBytes } from "node:crypto"
+
+/** Tunables of one kernel process. */
+export class KernelConfig extends Context.Tag("wk/KernelConfig")<
+  KernelConfig,
+  {
+    /** This process's name in leases and events. */
+    readonly owner: string
+    /** Effect lease time-to-live; must exceed the tool timeout. */
+    readonly leaseMs: number
+    /** How long a tool may take to answer before the outcome is unknown. */
+    readonly toolTimeoutMs: number
+    /** How long a proposer waits for another worker to finish the same call. */
+    readonly answerWaitMs: number
+    /** Pause the executor (tests make race windows deterministic with it). */
+    readonly executorPaused: () => boolean
+  }
+>() {}
+
+export const defaultOwner = () => `kernel-${hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`
+
+export const layerKernelConfig = (overrides: Partial<Context.Tag.Service<KernelConfig>> = {}) =>
+  Layer.succeed(KernelConfig, {
+    owner: overrides.owner ?? defaultOwner(),
+    leaseMs: overrides.leaseMs ?? Number(process.env["WK_LEASE_MS"] ?? 10_000),
+    toolTimeoutMs: overrides.toolTimeoutMs ?? Number(process.env["WK_TOOL_TIMEOUT_MS"] ?? 5_000),
+    answerWaitMs: overrides.answerWaitMs ?? 10_000,
+    executorPaused: overrides.executorPaused ?? (() => process.env["WK_EXECUTOR_PAUSED"] === "1")
+  })

@@ -1,0 +1,191 @@
+import { connect, type NatsConnection } from "@nats-io/transport-node"
+import { DeliverPolicy, jetstream } from "@nats-io/jetstream"
+import { randomBytes } from "node:crypto"
+import { signEnvelope } from "../protocol/Authenticate.js"
+import type { Envelope } from "../schema/Envelope.js"
+import type { JsonObject } from "../schema/Json.js"
+import type { WitnessRequest } from "../schema/Events.js"
+import { Subjects, Streams } from "../schema/Subjects.js"
+
+/** A propose reply, by outcome (protocol.md). */
+export type ProposeReply =
+  | { status: 200; outcome: "completed"; held_id: string; call_digest: string; executed: { tool: string; call_digest: string }; admission: "admitted" | "quarantined"; result: unknown; ok: boolean; error?: string; quarantine?: { by: string; reason: string } }
+  | { status: 403; outcome: "denied"; held_id: string; reasons: Array<{ by: string; reason: string }> }
+  | { status: 202; outcome: "held"; held_id: string; call_digest: string; generation: number; witness_request: WitnessRequest; expires_at: string }
+  | ErrorReply
+
+export interface ErrorReply {
+  status: 400 | 401 | 403 | 404 | 409 | 422 | 500 | 503 | 504
+  outcome?: string
+  held_id?: string
+  error: { code: string; message: string; path?: string }
+}
+
+export interface AttestReply {
+  status: number
+  disposition: "accepted" | "duplicate" | "stale" | "invalid"
+  reason?: string
+}
+
+/** What arrives on `wk.v1.sessions.<session_id>.results`. */
+export interface Delivery {
+  held_id: string
+  session_id: string
+  turn_id: string
+  call_id: string
+  continuation_ref: string | null
+  outcome: "completed" | "denied" | "cancelled" | "expired"
+  admission: "admitted" | "quarantined" | null
+  result: unknown
+  call_digest: string
+  delivery_id: string
+}
+
+export interface ClientOptions {
+  readonly servers: string
+  readonly user?: string
+  readonly pass?: string
+  /** The principal this client speaks for, and its ed25519 secret key (64 bytes). */
+  readonly principal: string
+  readonly secretKey: Uint8Array
+  readonly timeoutMs?: number
+}
+
+export interface ProposeInput {
+  readonly session_id: string
+  readonly turn_id: string
+  readonly call_id: string
+  readonly tool: string
+  readonly args: JsonObject
+  readonly continuation_ref?: string
+  readonly preferences?: JsonObject
+}
+
+export interface AttestInput {
+  readonly held_id: string
+  readonly class: string
+  readonly decision: "approve" | "reject" | "revoke" | "evidence"
+  readonly generation: number
+  readonly call_digest: string
+  readonly contract_digest: string
+  readonly evidence_digest?: string
+  readonly ttlMs?: number
+  readonly issued_at?: string
+  readonly expires_at?: string
+  readonly nonce?: string
+}
+
+const enc = new TextEncoder()
+const dec = new TextDecoder()
+
+/**
+ * A typed client of protocol v1: signs envelopes as one principal, proposes, reads, attests,
+ * cancels, acknowledges, and awaits a held call's result from the session stream.
+ */
+export class WitnessClient {
+  private constructor(
+    readonly nc: NatsConnection,
+    private readonly opts: ClientOptions,
+    private readonly ownsConnection: boolean
+  ) {}
+
+  static async connect(opts: ClientOptions): Promise<WitnessClient> {
+    const nc = await connect({ servers: opts.servers, user: opts.user, pass: opts.pass, name: `wk-client ${opts.principal}` })
+    return new WitnessClient(nc, opts, true)
+  }
+
+  /** A client over an existing connection (several principals may share one). */
+  static over(nc: NatsConnection, opts: Omit<ClientOptions, "servers" | "user" | "pass">): WitnessClient {
+    return new WitnessClient(nc, { ...opts, servers: "" }, false)
+  }
+
+  get principal(): string {
+    return this.opts.principal
+  }
+
+  /** Signs a payload as this client's principal. */
+  sign(payload: Record<string, unknown>): Envelope {
+    return signEnvelope({ ...payload, principal: this.opts.principal }, this.opts.secretKey)
+  }
+
+  /** Sends any body to a subject and decodes the JSON reply. */
+  async request<T>(subject: string, body: unknown, timeoutMs = this.opts.timeoutMs ?? 15_000): Promise<T> {
+    const data = body instanceof Uint8Array ? body : enc.encode(JSON.stringify(body))
+    const m = await this.nc.request(subject, data, { timeout: timeoutMs })
+    return JSON.parse(dec.decode(m.data)) as T
+  }
+
+  propose(input: ProposeInput): Promise<ProposeReply> {
+    return this.request(Subjects.propose, this.sign({ op: "propose", ...input }))
+  }
+
+  get(heldId: string): Promise<{ status: number; held?: Record<string, unknown> & { session_id: string; generation: number; call_digest: string; contract_digest: string | null } ; error?: ErrorReply["error"] }> {
+    return this.request(Subjects.get, { held_id: heldId })
+  }
+
+  /** Signs and sends an attestation bound to exactly the given call facts. */
+  attest(input: AttestInput): Promise<AttestReply> {
+    const now = Date.now()
+    const { ttlMs, ...rest } = input
+    return this.request(
+      Subjects.attest,
+      this.sign({
+        op: "attest",
+        ...rest,
+        issued_at: input.issued_at ?? new Date(now).toISOString(),
+        expires_at: input.expires_at ?? new Date(now + (ttlMs ?? 10 * 60_000)).toISOString(),
+        nonce: input.nonce ?? randomBytes(12).toString("hex")
+      })
+    )
+  }
+
+  /** Reads a held call and approves (or rejects) exactly its current generation and digests. */
+  async decide(heldId: string, klass: string, decision: AttestInput["decision"] = "approve"): Promise<AttestReply> {
+    const got = await this.get(heldId)
+    if (got.status !== 200 || got.held === undefined) throw new Error(`held.get ${heldId}: ${JSON.stringify(got)}`)
+    const h = got.held
+    return this.attest({ held_id: heldId, class: klass, decision, generation: h.generation, call_digest: h.call_digest, contract_digest: h.contract_digest ?? "" })
+  }
+
+  cancel(heldId: string, reason = "cancelled by the agent"): Promise<{ status: number; lifecycle?: string; error?: ErrorReply["error"] }> {
+    return this.request(Subjects.cancel, this.sign({ op: "cancel", held_id: heldId, reason }))
+  }
+
+  ack(heldId: string, deliveryId: string): Promise<{ status: number; continuation_delivery?: string; error?: ErrorReply["error"] }> {
+    return this.request(Subjects.ack, this.sign({ op: "ack", held_id: heldId, delivery_id: deliveryId }))
+  }
+
+  applyPolicy(profile: JsonObject): Promise<{ status: number; policy_epoch?: number; error?: ErrorReply["error"] }> {
+    return this.request(Subjects.policyApply, this.sign({ op: "policy.apply", profile }))
+  }
+
+  /**
+   * Waits for the final result of a held call. It reads the session's results from the
+   * stream (from the start), so it survives this process restarting; it acknowledges the
+   * delivery unless told not to. Deliveries repeat until acknowledged: the first one wins.
+   */
+  async result(heldId: string, opts: { sessionId?: string; timeoutMs?: number; ack?: boolean } = {}): Promise<Delivery> {
+    const sessionId = opts.sessionId ?? (await this.get(heldId)).held?.session_id
+    if (sessionId === undefined) throw new Error(`unknown held call ${heldId}`)
+    const js = jetstream(this.nc)
+    const consumer = await js.consumers.get(Streams.sessions, { filter_subjects: [Subjects.sessionResults(sessionId)], deliver_policy: DeliverPolicy.All })
+    const deadline = Date.now() + (opts.timeoutMs ?? 60_000)
+    try {
+      while (Date.now() < deadline) {
+        const m = await consumer.next({ expires: Math.max(1000, Math.min(5000, deadline - Date.now())) })
+        if (m === null) continue
+        const d = m.json<Delivery>()
+        if (d.held_id !== heldId) continue
+        if (opts.ack !== false) await this.ack(heldId, d.delivery_id)
+        return d
+      }
+      throw new Error(`no result for ${heldId} within ${opts.timeoutMs ?? 60_000} ms`)
+    } finally {
+      await consumer.delete().catch(() => undefined)
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.ownsConnection) await this.nc.drain()
+  }
+}

@@ -1,0 +1,117 @@
+import type { NatsConnection, Subscription } from "@nats-io/transport-node"
+import { Subjects } from "../schema/Subjects.js"
+
+/** One applied transfer, as the bank remembers it under its idempotency key. */
+export interface Transfer {
+  readonly transfer_id: string
+  readonly from: string
+  readonly to: string
+  readonly amount: number
+  readonly balance_from: number
+  readonly balance_to: number
+}
+
+export interface DemoBankOptions {
+  /** Balance of an account the bank has not seen before. */
+  readonly openingBalance?: number
+  /**
+   * Called after a transfer is applied and before the bank replies; a test uses it to kill
+   * the kernel in the window between effect and record.
+   */
+  readonly onApplied?: (t: Transfer, idempotencyKey: string) => void | Promise<void>
+}
+
+/**
+ * The demo bank tool service: `money_transfer` (honours idempotency keys, answers read-back)
+ * and `bank_balance`. State is in memory: it is a stand-in for a real system of record.
+ */
+export class DemoBank {
+  readonly balances = new Map<string, number>()
+  readonly byKey = new Map<string, Transfer>()
+  /** Every time a transfer actually moved money (a repeated key does not count). */
+  effects = 0
+  private subs: Array<Subscription> = []
+
+  constructor(private readonly opts: DemoBankOptions = {}) {}
+
+  balance(account: string): number {
+    return this.balances.get(account) ?? this.opts.openingBalance ?? 10_000
+  }
+
+  /** Applies a transfer once per idempotency key. */
+  transfer(key: string, args: Record<string, unknown>): { ok: true; result: Transfer } | { ok: false; error: string } {
+    const done = this.byKey.get(key)
+    if (done !== undefined) return { ok: true, result: done }
+    const { from, to, amount } = args
+    if (typeof from !== "string" || typeof to !== "string" || typeof amount !== "number" || !(amount > 0)) {
+      return { ok: false, error: "money_transfer needs {from: string, to: string, amount: number > 0}" }
+    }
+    if (this.balance(from) < amount) return { ok: false, error: `insufficient funds in ${from}` }
+    const t: Transfer = {
+      transfer_id: `t${this.byKey.size + 1}`,
+      from,
+      to,
+      amount,
+      balance_from: this.balance(from) - amount,
+      balance_to: this.balance(to) + amount
+    }
+    this.balances.set(from, t.balance_from)
+    this.balances.set(to, t.balance_to)
+    this.byKey.set(key, t)
+    this.effects++
+    return { ok: true, result: t }
+  }
+
+  /** Serves the bank's subjects on a NATS connection (queue group: several banks share load). */
+  serve(nc: NatsConnection): this {
+    const enc = new TextEncoder()
+    const reply = (m: { respond: (d: Uint8Array) => boolean }, body: unknown) => m.respond(enc.encode(JSON.stringify(body)))
+    this.subs.push(
+      nc.subscribe(Subjects.toolInvoke("money_transfer"), {
+        queue: "demo-bank",
+        callback: (_e, m) => {
+          void (async () => {
+            const req = safeJson(m.data)
+            const key = typeof req["idempotency_key"] === "string" ? req["idempotency_key"] : ""
+            if (key === "") return reply(m, { ok: false, error: "idempotency_key is required" })
+            const fresh = !this.byKey.has(key)
+            const out = this.transfer(key, (req["args"] as Record<string, unknown>) ?? {})
+            if (fresh && out.ok) await this.opts.onApplied?.(out.result, key)
+            reply(m, out)
+          })()
+        }
+      }),
+      nc.subscribe(Subjects.toolReadback("money_transfer"), {
+        queue: "demo-bank",
+        callback: (_e, m) => {
+          const req = safeJson(m.data)
+          const t = this.byKey.get(String(req["idempotency_key"] ?? ""))
+          reply(m, t === undefined ? { applied: false } : { applied: true, result: t })
+        }
+      }),
+      nc.subscribe(Subjects.toolInvoke("bank_balance"), {
+        queue: "demo-bank",
+        callback: (_e, m) => {
+          const args = (safeJson(m.data)["args"] as Record<string, unknown>) ?? {}
+          const account = typeof args["account"] === "string" ? args["account"] : ""
+          reply(m, account === "" ? { ok: false, error: "bank_balance needs {account: string}" } : { ok: true, result: { account, balance: this.balance(account) } })
+        }
+      })
+    )
+    return this
+  }
+
+  stop(): void {
+    for (const s of this.subs) s.unsubscribe()
+    this.subs = []
+  }
+}
+
+const safeJson = (data: Uint8Array): Record<string, unknown> => {
+  try {
+    const v: unknown = JSON.parse(new TextDecoder().decode(data))
+    return typeof v === "object" && v !== null ? (v as Record<string, unknown>) : {}
+  } catch {
+    return {}
+  }
+}

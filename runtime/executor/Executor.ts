@@ -1,0 +1,120 @@
+import { Effect } from "effect"
+import { KernelConfig } from "../KernelConfig.js"
+import { HeldCallStore, type Loaded } from "../ledger/HeldCallStore.js"
+import { acquireLease, releaseLease } from "../ledger/Leases.js"
+import { mayDispatch, type ReconcileContext } from "../heldcall/Reconciler.js"
+import type { EffectDispatched, EffectOutcomeUnknown, EffectReadback, EffectRecorded, ExecutionLeased, HeldEvent } from "../schema/Events.js"
+import type { JsonValue } from "../schema/Json.js"
+import { eventOf, progress, requeue, type ActionResult } from "../loops/Actions.js"
+import { invokeTool, readbackTool } from "./ToolClient.js"
+
+const leaseKey = (heldId: string) => `effect.${heldId}`
+
+/**
+ * Runs `body` holding the effect lease of a held call; when another live worker holds it,
+ * asks to come back when that lease ends. The lease is released however `body` ends.
+ */
+const withEffectLease = <E, R>(heldId: string, body: Effect.Effect<ActionResult, E, R>) =>
+  Effect.gen(function* () {
+    const cfg = yield* KernelConfig
+    const got = yield* acquireLease(leaseKey(heldId), cfg.owner, cfg.leaseMs, Date.now())
+    if (!("lease" in got)) return requeue(got.until - Date.now() + 10)
+    return yield* body.pipe(Effect.ensuring(releaseLease(got.lease).pipe(Effect.ignore)))
+  })
+
+/**
+ * The `execute` action (invariant 2): under the effect lease, re-read the facts, revalidate
+ * that dispatch is allowed now, record the dispatch, call the tool with the idempotency key,
+ * and record its outcome. A lost reply is `outcome-unknown`, resolved later by read-back.
+ */
+export const execute = (heldId: string, ctx: () => ReconcileContext) =>
+  Effect.gen(function* () {
+    const cfg = yield* KernelConfig
+    if (cfg.executorPaused()) return requeue(100)
+    return yield* withEffectLease(heldId, dispatchUnderLease(heldId, ctx))
+  })
+
+const dispatchUnderLease = (heldId: string, ctx: () => ReconcileContext) =>
+  Effect.gen(function* () {
+    const store = yield* HeldCallStore
+    const cfg = yield* KernelConfig
+    const fresh = yield* store.load(heldId)
+    if (fresh === null || !mayDispatch(fresh.facts, ctx())) return progress
+    const f = fresh.facts
+    const spec = f.spec!
+    const attempt = f.dispatch_attempts + 1
+    const base = { held_id: heldId, generation: f.generation }
+    const key = spec.idempotency_key
+    const dispatched = yield* store.append(fresh, [
+      eventOf<typeof ExecutionLeased.Type>({ ...base, type: "execution.leased", event_id: `execution.leased:${heldId}:${key}:a${attempt}`, owner: cfg.owner, lease_until: new Date(Date.now() + cfg.leaseMs).toISOString() }),
+      eventOf<typeof EffectDispatched.Type>({ ...base, type: "effect.dispatched", event_id: `effect.dispatched:${heldId}:${key}:a${attempt}`, idempotency_key: key, attempt, owner: cfg.owner, policy_epoch: f.policy_epoch_checked })
+    ])
+    const outcome = yield* invokeTool(spec.tool, heldId, key, spec.args, cfg.toolTimeoutMs).pipe(Effect.either)
+    const event: HeldEvent =
+      outcome._tag === "Right"
+        ? recorded(heldId, f.generation, key, outcome.right.ok ? { ok: true, result: outcome.right.result } : { ok: false, error: outcome.right.error }, "dispatch")
+        : eventOf<typeof EffectOutcomeUnknown.Type>({ ...base, type: "effect.outcome_unknown", event_id: `effect.outcome_unknown:${heldId}:${key}:a${attempt}`, idempotency_key: key, reason: outcome.left._tag === "NoResponders" ? `no tool service answers ${spec.tool}` : outcome.left.reason, needs_witness: false })
+    yield* recordSurely(dispatched, event)
+    return progress
+  })
+
+const recorded = (heldId: string, generation: number, key: string, r: { ok: true; result: JsonValue } | { ok: false; error: string }, via: "dispatch" | "readback") =>
+  eventOf<typeof EffectRecorded.Type>({ held_id: heldId, generation, type: "effect.recorded", event_id: `effect.recorded:${heldId}:${key}`, idempotency_key: key, ...r, via })
+
+/**
+ * Appends what an effect did, re-reading on conflicts (a policy change may land between
+ * dispatch and record). Dying here is what read-back recovery is for.
+ */
+const recordSurely = (loaded: Loaded, event: HeldEvent) =>
+  Effect.gen(function* () {
+    const store = yield* HeldCallStore
+    let current: Loaded | null = loaded
+    for (let i = 0; i < 20 && current !== null; i++) {
+      if (current.facts.seen.includes(event.event_id) || current.facts.execution === "effect-recorded") return
+      const r = yield* store.append(current, [event]).pipe(Effect.either)
+      if (r._tag === "Right") return
+      if (r.left._tag !== "AppendConflict") return yield* r.left
+      current = yield* store.load(loaded.facts.held_id)
+    }
+  })
+
+/**
+ * The `resolve` action: a dispatch whose worker is gone becomes `outcome-unknown`; an unknown
+ * outcome is settled by the tool's read-back (applied: record it; absent: dispatch again under
+ * the same key). A tool without read-back stays unknown and asks for a witness.
+ */
+export const resolve = (heldId: string) =>
+  withEffectLease(
+    heldId,
+    Effect.gen(function* () {
+      const store = yield* HeldCallStore
+      const cfg = yield* KernelConfig
+      const fresh = yield* store.load(heldId)
+      if (fresh === null) return progress
+      const f = fresh.facts
+      const spec = f.spec!
+      const key = spec.idempotency_key
+      const base = { held_id: heldId, generation: f.generation }
+      const attempt = f.dispatch_attempts
+      if (f.execution === "dispatched") {
+        yield* store.append(fresh, [
+          eventOf<typeof EffectOutcomeUnknown.Type>({ ...base, type: "effect.outcome_unknown", event_id: `effect.outcome_unknown:${heldId}:${key}:a${attempt}`, idempotency_key: key, reason: "the dispatching worker was lost before it recorded the effect", needs_witness: false })
+        ])
+        return progress
+      }
+      if (f.execution !== "outcome-unknown" || f.needs_witness) return progress
+      const rb = yield* readbackTool(spec.tool, key, cfg.toolTimeoutMs).pipe(Effect.either)
+      if (rb._tag === "Left") {
+        if (rb.left._tag === "ToolUnanswered") return requeue(1000)
+        yield* store.append(fresh, [
+          eventOf<typeof EffectOutcomeUnknown.Type>({ ...base, type: "effect.outcome_unknown", event_id: `effect.outcome_unknown:${heldId}:${key}:a${attempt}:witness`, idempotency_key: key, reason: `tool '${spec.tool}' has no read-back; a witness must settle whether the effect happened`, needs_witness: true })
+        ])
+        return progress
+      }
+      const readback = eventOf<typeof EffectReadback.Type>({ ...base, type: "effect.readback", event_id: `effect.readback:${heldId}:${key}:a${attempt}`, idempotency_key: key, applied: rb.right.applied })
+      yield* store.append(fresh, rb.right.applied ? [readback, recorded(heldId, f.generation, key, { ok: true, result: rb.right.result }, "readback")] : [readback])
+      return progress
+    })
+  )
+
+export { leaseKey }

@@ -1,0 +1,88 @@
+import { Context, Effect, Layer } from "effect"
+import type { HeldEvent } from "../schema/Events.js"
+import type { HeldCallFacts } from "../schema/Facts.js"
+import { evolve, reduce } from "../heldcall/Reducer.js"
+import { initialFacts } from "../heldcall/Facts.js"
+import { appendEvent, readEventsAfter } from "./EventLog.js"
+import { type AppendConflict, type LedgerError } from "./LedgerError.js"
+import { Nats } from "./Nats.js"
+import { readProjection, writeProjection } from "./Projection.js"
+
+/** Facts of one held call together with the projection revision they came from. */
+export interface Loaded {
+  readonly facts: HeldCallFacts
+  readonly revision: number
+}
+
+/**
+ * The durable record of held calls: events in `WK_EVENTS`, facts projected in KV.
+ * Writers append with expected-last-subject-sequence; a conflict means "re-read and re-plan".
+ */
+export class HeldCallStore extends Context.Tag("wk/HeldCallStore")<
+  HeldCallStore,
+  {
+    /** Facts as projected, caught up with the stream (null: no such call). */
+    readonly load: (heldId: string) => Effect.Effect<Loaded | null, LedgerError>
+    /** Facts folded from the stream alone, ignoring the projection. */
+    readonly replay: (heldId: string) => Effect.Effect<HeldCallFacts | null, LedgerError>
+    /** Appends events in order on top of `loaded`; returns the new facts (projected). */
+    readonly append: (loaded: Loaded, events: ReadonlyArray<HeldEvent>) => Effect.Effect<Loaded, AppendConflict | LedgerError>
+    /** Runs `effect` with no other fiber of this process working on the same held call. */
+    readonly serialized: <A, E, R>(heldId: string, effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+  }
+>() {}
+
+export const makeHeldCallStore = Effect.gen(function* () {
+  const nats = yield* Nats
+  const provide = Effect.provideService(Nats, nats)
+  const locks = new Map<string, Promise<void>>()
+
+  const load = (heldId: string) =>
+    Effect.gen(function* () {
+      const projected = yield* readProjection(heldId)
+      const base = projected?.facts ?? initialFacts(heldId)
+      const newer = yield* readEventsAfter(heldId, base.last_seq)
+      if (projected === null && newer.length === 0) return null
+      return { facts: reduce(heldId, newer, base), revision: projected?.revision ?? 0 }
+    }).pipe(provide)
+
+  const replay = (heldId: string) =>
+    readEventsAfter(heldId, 0).pipe(
+      Effect.map((events) => (events.length === 0 ? null : reduce(heldId, events))),
+      provide
+    )
+
+  const append = (loaded: Loaded, events: ReadonlyArray<HeldEvent>) =>
+    Effect.gen(function* () {
+      if (events.length === 0) return loaded
+      let facts = loaded.facts
+      for (const event of events) {
+        const seq = yield* appendEvent(event, facts.last_seq)
+        facts = evolve(facts, { seq, event })
+      }
+      const revision = yield* writeProjection(facts, loaded.revision).pipe(Effect.orElseSucceed(() => loaded.revision))
+      return { facts, revision }
+    }).pipe(provide)
+
+  const serialized = <A, E, R>(heldId: string, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    Effect.suspend(() => {
+      const prev = locks.get(heldId) ?? Promise.resolve()
+      let release!: () => void
+      const mine = new Promise<void>((r) => (release = r))
+      const chained = prev.then(() => mine)
+      locks.set(heldId, chained)
+      return Effect.promise(() => prev).pipe(
+        Effect.zipRight(effect),
+        Effect.ensuring(
+          Effect.sync(() => {
+            release()
+            if (locks.get(heldId) === chained) locks.delete(heldId)
+          })
+        )
+      )
+    })
+
+  return HeldCallStore.of({ load, replay, append, serialized })
+})
+
+export const layerHeldCallStore = Layer.effect(HeldCallStore, makeHeldCallStore)

@@ -1,0 +1,60 @@
+import { Effect, Schema } from "effect"
+import { HeldCallFacts } from "../schema/Facts.js"
+import { Buckets } from "../schema/Subjects.js"
+import { LedgerError, isWrongLastSequence } from "./LedgerError.js"
+import { Nats } from "./Nats.js"
+
+/** Facts as stored in the projection bucket, with the KV revision they were read at (0: absent). */
+export interface Projected {
+  readonly facts: HeldCallFacts
+  readonly revision: number
+}
+
+const decodeFacts = Schema.decodeUnknownSync(HeldCallFacts)
+const encoder = new TextEncoder()
+
+/** Reads the projected facts of a held call, or null when none were projected. */
+export const readProjection = (heldId: string) =>
+  Effect.gen(function* () {
+    const nats = yield* Nats
+    return yield* Effect.tryPromise({
+      try: async (): Promise<Projected | null> => {
+        const kv = await nats.kv(Buckets.facts)
+        const e = await kv.get(heldId)
+        if (e === null || e.operation !== "PUT" || e.length === 0) return null
+        return { facts: decodeFacts(e.json()), revision: e.revision }
+      },
+      catch: (cause) => new LedgerError({ operation: `read projection of ${heldId}`, message: String(cause), cause })
+    })
+  })
+
+/**
+ * Writes facts if they are newer than what the bucket holds (revision CAS; a lost race
+ * re-reads and keeps whichever facts folded further). The projection can always be rebuilt
+ * from the stream, so this never blocks an append.
+ */
+export const writeProjection = (facts: HeldCallFacts, revision: number) =>
+  Effect.gen(function* () {
+    const nats = yield* Nats
+    return yield* Effect.tryPromise({
+      try: async (): Promise<number> => {
+        const kv = await nats.kv(Buckets.facts)
+        const data = encoder.encode(JSON.stringify(facts))
+        let rev = revision
+        for (let i = 0; i < 8; i++) {
+          try {
+            return rev === 0 ? await kv.create(facts.held_id, data) : await kv.update(facts.held_id, data, rev)
+          } catch (e) {
+            if (!isWrongLastSequence(e)) throw e
+            const cur = await kv.get(facts.held_id)
+            if (cur === null) { rev = 0; continue }
+            const stored = cur.operation === "PUT" && cur.length > 0 ? (cur.json() as { last_seq?: number }).last_seq ?? 0 : 0
+            if (stored >= facts.last_seq) return cur.revision
+            rev = cur.revision
+          }
+        }
+        return rev
+      },
+      catch: (cause) => new LedgerError({ operation: `write projection of ${facts.held_id}`, message: String(cause), cause })
+    })
+  })

@@ -1,0 +1,87 @@
+import { Effect } from "effect"
+import type { Loaded } from "../ledger/HeldCallStore.js"
+import { HeldCallStore } from "../ledger/HeldCallStore.js"
+import { Adjudicator, type Adjudication } from "../policy/Adjudicator.js"
+import { isGranted, type ActivePolicy } from "../policy/ActivePolicy.js"
+import { DefaultContract } from "../policy/RuleAdjudicator.js"
+import { contractDigest } from "../schema/Canonical.js"
+import type { CallAdjudicated, CallDenied, CallHeld, HeldEvent } from "../schema/Events.js"
+import type { HeldCallFacts } from "../schema/Facts.js"
+import { eventOf, progress } from "./Actions.js"
+
+/**
+ * The kernel floor, then the adjudicator, then per-call preferences (which only narrow).
+ * A principal with no grant for the tool is denied before any policy runs.
+ */
+export const decide = (facts: HeldCallFacts, policy: ActivePolicy, now: number) =>
+  Effect.gen(function* () {
+    const spec = facts.spec!
+    if (!isGranted(policy, spec.principal, spec.tool)) {
+      const denied: Adjudication = {
+        verdict: "DENY",
+        reasons: [{ by: "kernel", reason: `principal '${spec.principal}' has no capability for tool '${spec.tool}'` }],
+        decisions: [{ by: "kernel:floor", output: "DENY" }],
+        executed: { tool: spec.tool, args: spec.args }
+      }
+      return denied
+    }
+    const adjudicator = yield* Adjudicator
+    const a = yield* adjudicator.adjudicate({
+      proposal: { principal: spec.principal, session_id: spec.session_id, turn_id: spec.turn_id, call_id: spec.call_id, tool: spec.tool, args: spec.args },
+      policy,
+      now
+    })
+    if (a.verdict === "ALLOW" && spec.preferences?.require_witness === true) {
+      return { ...a, verdict: "REQUIRE_WITNESS" as const, contract: DefaultContract, reasons: [...a.reasons, { by: "preferences", reason: "the caller asked for a witness" }] }
+    }
+    return a
+  })
+
+/** The `adjudicate` action: records the verdict for the current generation and policy epoch. */
+export const adjudicate = (loaded: Loaded, policy: ActivePolicy) =>
+  Effect.gen(function* () {
+    const store = yield* HeldCallStore
+    const f = loaded.facts
+    const now = Date.now()
+    const a = yield* decide(f, policy, now)
+    const base = { held_id: f.held_id, generation: f.generation }
+    const digest = a.contract ? contractDigest(a.contract) : undefined
+    const events: Array<HeldEvent> = [
+      eventOf<typeof CallAdjudicated.Type>({
+        ...base,
+        type: "call.adjudicated",
+        event_id: `call.adjudicated:${f.held_id}:g${f.generation}:e${policy.epoch}`,
+        verdict: a.verdict,
+        reasons: a.reasons,
+        policy_epoch: policy.epoch,
+        ...(a.contract ? { witness_contract: a.contract, contract_digest: digest } : {}),
+        decisions: a.decisions
+      })
+    ]
+    if (a.verdict === "REQUIRE_WITNESS" && a.contract && (!f.held || f.contract_digest !== digest)) {
+      events.push(
+        eventOf<typeof CallHeld.Type>({
+          ...base,
+          type: "call.held",
+          event_id: `call.held:${f.held_id}:g${f.generation}:${digest}`,
+          witness_request: { contract: a.contract, contract_digest: digest!, presentation: presentationOf(f, a.contract.summary) },
+          expires_at: f.spec!.expires_at
+        })
+      )
+    }
+    if (a.verdict === "DENY") {
+      events.push(eventOf<typeof CallDenied.Type>({ ...base, type: "call.denied", event_id: `call.denied:${f.held_id}:g${f.generation}`, reasons: a.reasons }))
+    }
+    yield* store.append(loaded, events)
+    return progress
+  })
+
+/** What a witness is shown: the exact call (disclosure preferences arrive with the policy plugins). */
+const presentationOf = (f: HeldCallFacts, summary: string | undefined) => ({
+  principal: f.spec!.principal,
+  tool: f.spec!.tool,
+  args: f.spec!.args,
+  call_digest: f.spec!.call_digest,
+  generation: f.generation,
+  ...(summary ? { summary } : {})
+})

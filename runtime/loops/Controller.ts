@@ -1,0 +1,80 @@
+import { Effect } from "effect"
+import { AckPolicy, DeliverPolicy, type JsMsg } from "@nats-io/jetstream"
+import { Nats } from "../ledger/Nats.js"
+import { LedgerError } from "../ledger/LedgerError.js"
+import { Streams } from "../schema/Subjects.js"
+import { Driver } from "./Driver.js"
+
+/** The durable consumer every kernel process shares: each event wakes one of them. */
+export const ControllerConsumer = "wk-controller"
+const EventsPrefix = "wk.v1.events."
+
+/** Loop states, for logs and metrics. */
+export type ControllerState = "starting" | "consuming" | "stopped"
+
+/**
+ * The call controller and recovery loop. Every appended event wakes its held call once
+ * (a durable pull consumer shared by all kernel processes). The wake acks when the call is
+ * quiescent, or is redelivered after the delay the reconciler asked for (expiry, fallback,
+ * delivery retry, a lease to wait out). Unacked wakes of a crashed process come back after
+ * the ack wait, which is how a restarted kernel finds interrupted work.
+ */
+export const runController = (opts: { readonly concurrency?: number; readonly ackWaitMs?: number } = {}) =>
+  Effect.gen(function* () {
+    const { js, jsm } = yield* Nats
+    const driver = yield* Driver
+    const ackWaitMs = opts.ackWaitMs ?? 5_000
+    yield* Effect.tryPromise({
+      try: async () => {
+        const exists = await jsm.consumers.info(Streams.events, ControllerConsumer).then(() => true, () => false)
+        if (!exists) {
+          await jsm.consumers.add(Streams.events, {
+            durable_name: ControllerConsumer,
+            ack_policy: AckPolicy.Explicit,
+            deliver_policy: DeliverPolicy.All,
+            ack_wait: ackWaitMs * 1_000_000,
+            max_ack_pending: -1,
+            max_deliver: -1
+          })
+        }
+      },
+      catch: (cause) => new LedgerError({ operation: "create controller consumer", message: String(cause), cause })
+    })
+    const consumer = yield* Effect.tryPromise({
+      try: () => js.consumers.get(Streams.events, ControllerConsumer),
+      catch: (cause) => new LedgerError({ operation: "open controller consumer", message: String(cause), cause })
+    })
+    const messages = yield* Effect.tryPromise({
+      try: () => consumer.consume({ max_messages: 256 }),
+      catch: (cause) => new LedgerError({ operation: "consume controller", message: String(cause), cause })
+    })
+    yield* Effect.addFinalizer(() => Effect.promise(() => messages.close().then(() => undefined, () => undefined)))
+    const limit = opts.concurrency ?? 64
+    const semaphore = yield* Effect.makeSemaphore(limit)
+
+    const handle = (msg: JsMsg) =>
+      Effect.gen(function* () {
+        const heldId = msg.subject.slice(EventsPrefix.length)
+        if (!heldId.startsWith("h_")) return msg.ack()
+        const quiet = driver.quiescentAt(heldId)
+        if (quiet !== undefined && msg.seq <= quiet) return msg.ack()
+        const keepAlive = setInterval(() => msg.working(), Math.max(500, ackWaitMs / 2))
+        const r = yield* driver.drive(heldId).pipe(Effect.either, Effect.ensuring(Effect.sync(() => clearInterval(keepAlive))))
+        if (r._tag === "Left") return msg.nak(1000)
+        const { facts, requeueMs } = r.right
+        if (requeueMs !== null && (facts === null || msg.seq >= facts.last_seq)) return msg.nak(requeueMs)
+        return msg.ack()
+      })
+
+    void (async () => {
+      for await (const msg of messages) {
+        await Effect.runPromise(semaphore.take(1))
+        void Effect.runPromise(
+          handle(msg).pipe(
+            Effect.catchAllDefect((d) => Effect.sync(() => (console.error("wk: controller defect", d), msg.nak(1000)))),
+            Effect.ensuring(semaphore.release(1))
+          )
+        )
+      }
+    })()
+  })

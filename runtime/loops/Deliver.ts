@@ -1,0 +1,52 @@
+import { Effect } from "effect"
+import { HeldCallStore, type Loaded } from "../ledger/HeldCallStore.js"
+import { LedgerError } from "../ledger/LedgerError.js"
+import { Nats } from "../ledger/Nats.js"
+import type { DeliveryPublished } from "../schema/Events.js"
+import type { HeldCallFacts } from "../schema/Facts.js"
+import { Subjects } from "../schema/Subjects.js"
+import { eventOf, progress } from "./Actions.js"
+
+/** The stable id of a call's final result delivery. */
+export const deliveryIdOf = (f: HeldCallFacts) => `d_${f.held_id}_g${f.generation}`
+
+/** The message an agent receives on `wk.v1.sessions.<session_id>.results`. */
+export const deliveryOf = (f: HeldCallFacts) => {
+  const spec = f.spec!
+  return {
+    held_id: f.held_id,
+    session_id: spec.session_id,
+    turn_id: spec.turn_id,
+    call_id: spec.call_id,
+    continuation_ref: spec.continuation_ref ?? null,
+    outcome: f.outcome,
+    admission: f.outcome === "completed" ? f.result_admission : null,
+    // Quarantined bytes never leave the kernel (invariant 8).
+    result: f.result_admission === "admitted" ? f.result : null,
+    ...(f.quarantine ? { quarantine: f.quarantine } : {}),
+    ...(f.outcome === "denied" ? { reasons: f.reasons } : {}),
+    call_digest: spec.call_digest,
+    delivery_id: deliveryIdOf(f)
+  }
+}
+
+/**
+ * The `deliver` action: publish the final result into `WK_SESSIONS` (same delivery id on
+ * every attempt) and record the attempt. Republishing never reruns the tool.
+ */
+export const deliver = (loaded: Loaded) =>
+  Effect.gen(function* () {
+    const store = yield* HeldCallStore
+    const { js } = yield* Nats
+    const f = loaded.facts
+    const attempt = f.delivery_attempts + 1
+    const body = deliveryOf(f)
+    yield* Effect.tryPromise({
+      try: () => js.publish(Subjects.sessionResults(f.spec!.session_id), new TextEncoder().encode(JSON.stringify(body)), { msgID: `${body.delivery_id}:${attempt}` }),
+      catch: (cause) => new LedgerError({ operation: "publish delivery", message: String(cause), cause })
+    })
+    yield* store.append(loaded, [
+      eventOf<typeof DeliveryPublished.Type>({ held_id: f.held_id, generation: f.generation, type: "delivery.published", event_id: `delivery.published:${f.held_id}:${body.delivery_id}:a${attempt}`, delivery_id: body.delivery_id, attempt })
+    ])
+    return progress
+  })

@@ -1,0 +1,126 @@
+import { Context, Effect, Layer } from "effect"
+import { Nats } from "../ledger/Nats.js"
+import { HeldCallStore, type Loaded } from "../ledger/HeldCallStore.js"
+import type { AppendConflict, LedgerError } from "../ledger/LedgerError.js"
+import { PolicyStore } from "../policy/PolicyStore.js"
+import { Adjudicator } from "../policy/Adjudicator.js"
+import { Admission } from "../policy/Admission.js"
+import { classesOf, type ActivePolicy } from "../policy/ActivePolicy.js"
+import { KernelConfig } from "../KernelConfig.js"
+import { reconcile, type Action, type ReconcileContext } from "../heldcall/Reconciler.js"
+import type { HeldCallFacts } from "../schema/Facts.js"
+import { Buckets } from "../schema/Subjects.js"
+import { execute, resolve } from "../executor/Executor.js"
+import { adjudicate } from "./Adjudicate.js"
+import { admit } from "./Admit.js"
+import { deliver } from "./Deliver.js"
+import { progress, type ActionResult } from "./Actions.js"
+
+/** Where one drive left a held call: its facts, and when to look again (null: only on a new event). */
+export interface Driven {
+  readonly facts: HeldCallFacts | null
+  readonly requeueMs: number | null
+}
+
+/** Most plan/act rounds one drive makes before it yields (the call is requeued, never spun). */
+const MaxRounds = 32
+
+/**
+ * Drives one held call toward its desired state: read facts, reconcile, append the local
+ * facts, perform one enabled action, repeat until nothing is enabled. Level-based: it never
+ * asks which event woke it. Several processes may drive the same call; leases and
+ * expected-sequence appends make that safe.
+ */
+export class Driver extends Context.Tag("wk/Driver")<
+  Driver,
+  {
+    readonly drive: (heldId: string) => Effect.Effect<Driven, LedgerError>
+    /** Last stream sequence at which a call was seen quiescent by this process (controller fast path). */
+    readonly quiescentAt: (heldId: string) => number | undefined
+  }
+>() {}
+
+export const makeDriver = Effect.gen(function* () {
+  const context = yield* Effect.context<Nats | HeldCallStore | PolicyStore | Adjudicator | Admission | KernelConfig>()
+  const store = Context.get(context, HeldCallStore)
+  const policies = Context.get(context, PolicyStore)
+  const { kv } = Context.get(context, Nats)
+  // Bounded: only recently finished calls, so parked calls cost no memory here.
+  const quiet = new Map<string, number>()
+  const remember = (heldId: string, seq: number) => {
+    quiet.delete(heldId)
+    quiet.set(heldId, seq)
+    if (quiet.size > 10_000) quiet.delete(quiet.keys().next().value!)
+  }
+
+  const contextFor = (policy: ActivePolicy): ReconcileContext => ({
+    now: Date.now(),
+    policyEpoch: policy.epoch,
+    classesOf: (p) => classesOf(policy, p)
+  })
+
+  type Deps = Nats | HeldCallStore | PolicyStore | Adjudicator | Admission | KernelConfig
+  const perform = (action: Action, loaded: Loaded, policy: ActivePolicy): Effect.Effect<ActionResult, LedgerError | AppendConflict, Deps> => {
+    const heldId = loaded.facts.held_id
+    switch (action.kind) {
+      case "adjudicate":
+        return adjudicate(loaded, policy)
+      case "execute":
+        return execute(heldId, () => contextFor(policy))
+      case "resolve":
+        return resolve(heldId)
+      case "admit":
+        return admit(loaded, policy)
+      case "deliver":
+        return deliver(loaded)
+    }
+  }
+
+  /** Keeps the index of open held calls (what a policy change must revisit) in step. */
+  const index = (before: HeldCallFacts, after: HeldCallFacts) =>
+    Effect.promise(async () => {
+      const open = await kv(Buckets.open)
+      if (!before.held && after.held && after.outcome === null) await open.put(after.held_id, "1")
+      if (before.outcome === null && after.outcome !== null && after.held) await open.delete(after.held_id)
+    }).pipe(Effect.ignore)
+
+  const drive = (heldId: string) =>
+    store.serialized(
+      heldId,
+      Effect.gen(function* () {
+        let last: HeldCallFacts | null = null
+        for (let round = 0; round < MaxRounds; round++) {
+          const loaded = yield* store.load(heldId)
+          if (loaded === null) return { facts: null, requeueMs: null }
+          last = loaded.facts
+          let policy = yield* policies.current
+          if (loaded.facts.policy_epoch > policy.epoch) policy = yield* policies.refresh
+          const plan = reconcile(loaded.facts, contextFor(policy))
+          if (plan.events.length > 0) {
+            const r = yield* store.append(loaded, plan.events).pipe(Effect.either)
+            if (r._tag === "Right") yield* index(loaded.facts, r.right.facts)
+            else if (r.left._tag !== "AppendConflict") return yield* r.left
+            continue
+          }
+          const action = plan.actions[0]
+          if (action === undefined) {
+            if (plan.requeueMs === null) remember(heldId, loaded.facts.last_seq)
+            return { facts: loaded.facts, requeueMs: plan.requeueMs }
+          }
+          const result = yield* perform(action, loaded, policy).pipe(
+            Effect.catchTag("AppendConflict", () => Effect.succeed(progress))
+          )
+          if (result._tag === "Requeue") return { facts: loaded.facts, requeueMs: result.afterMs }
+          if (action.kind === "adjudicate") {
+            const after = yield* store.load(heldId)
+            if (after !== null) yield* index(loaded.facts, after.facts)
+          }
+        }
+        return { facts: last, requeueMs: 100 }
+      }).pipe(Effect.provide(context))
+    )
+
+  return Driver.of({ drive, quiescentAt: (heldId) => quiet.get(heldId) })
+})
+
+export const layerDriver = Layer.effect(Driver, makeDriver)

@@ -1,0 +1,114 @@
+import { Context, Effect, Layer, Ref, Schema } from "effect"
+import { Nats } from "../ledger/Nats.js"
+import { LedgerError, isWrongLastSequence } from "../ledger/LedgerError.js"
+import { jcsDigest } from "../schema/Canonical.js"
+import { Profile } from "../schema/Profile.js"
+import { Buckets } from "../schema/Subjects.js"
+import { activePolicy, type ActivePolicy } from "./ActivePolicy.js"
+
+/** What the policy bucket holds under `active`: the epoch and the profile documents in force. */
+const StoredPolicy = Schema.Struct({
+  epoch: Schema.Int,
+  profiles: Schema.Array(Profile),
+  /** Digest of the profile files last applied at start-up (files changed -> new epoch). */
+  source_digest: Schema.String
+})
+type StoredPolicy = typeof StoredPolicy.Type
+
+const Key = "active"
+const decode = Schema.decodeUnknownSync(StoredPolicy)
+const encode = (p: StoredPolicy) => new TextEncoder().encode(JSON.stringify(p))
+
+/** The policy in force, shared by every kernel process through the `wk_policy` bucket. */
+export class PolicyStore extends Context.Tag("wk/PolicyStore")<
+  PolicyStore,
+  {
+    /** The policy this process holds now (kept current by a KV watch). */
+    readonly current: Effect.Effect<ActivePolicy>
+    /** Re-reads the bucket (before decisions that must see the latest epoch). */
+    readonly refresh: Effect.Effect<ActivePolicy, LedgerError>
+    /** Replaces the profiles and bumps the epoch (CAS on the bucket). */
+    readonly apply: (profiles: ReadonlyArray<Profile>) => Effect.Effect<ActivePolicy, LedgerError>
+  }
+>() {}
+
+/**
+ * Loads the policy, seeding the bucket from `fileProfiles` when it is empty or when the files
+ * changed since they were last applied; a policy applied over NATS otherwise survives restarts.
+ */
+export const makePolicyStore = (fileProfiles: ReadonlyArray<Profile>) =>
+  Effect.gen(function* () {
+    const nats = yield* Nats
+    const sourceDigest = jcsDigest(fileProfiles)
+    const kv = yield* Effect.tryPromise({
+      try: () => nats.kv(Buckets.policy),
+      catch: (cause) => new LedgerError({ operation: "open policy bucket", message: String(cause), cause })
+    })
+    const read = Effect.tryPromise({
+      try: async () => {
+        const e = await kv.get(Key)
+        return e === null || e.operation !== "PUT" ? null : { stored: decode(e.json()), revision: e.revision }
+      },
+      catch: (cause) => new LedgerError({ operation: "read policy", message: String(cause), cause })
+    })
+    const write = (next: (prev: StoredPolicy | null) => StoredPolicy | null) =>
+      Effect.tryPromise({
+        try: async (): Promise<StoredPolicy> => {
+          for (;;) {
+            const e = await kv.get(Key)
+            const prev = e === null || e.operation !== "PUT" ? null : decode(e.json())
+            const value = next(prev)
+            if (value === null) return prev!
+            try {
+              if (e === null || e.operation !== "PUT") await kv.create(Key, encode(value))
+              else await kv.update(Key, encode(value), e.revision)
+              return value
+            } catch (err) {
+              if (!isWrongLastSequence(err)) throw err
+            }
+          }
+        },
+        catch: (cause) => new LedgerError({ operation: "write policy", message: String(cause), cause })
+      })
+
+    const seeded = yield* write((prev) =>
+      prev === null
+        ? { epoch: 1, profiles: fileProfiles, source_digest: sourceDigest }
+        : prev.source_digest === sourceDigest
+          ? null
+          : { epoch: prev.epoch + 1, profiles: fileProfiles, source_digest: sourceDigest }
+    )
+    const ref = yield* Ref.make(activePolicy(seeded.epoch, seeded.profiles))
+    const set = (s: StoredPolicy) =>
+      Ref.updateAndGet(ref, (cur) => (s.epoch > cur.epoch ? activePolicy(s.epoch, s.profiles) : cur))
+
+    // Follow changes made by other processes.
+    const watcher = yield* Effect.tryPromise({
+      try: () => kv.watch({ key: Key }),
+      catch: (cause) => new LedgerError({ operation: "watch policy", message: String(cause), cause })
+    })
+    const runtime = yield* Effect.runtime<never>()
+    void (async () => {
+      for await (const e of watcher) {
+        if (e.operation !== "PUT") continue
+        try {
+          await Effect.runPromise(Effect.provide(set(decode(e.json())), runtime.context))
+        } catch {
+          // A document that does not decode is ignored; the previous policy stays in force.
+        }
+      }
+    })()
+    yield* Effect.addFinalizer(() => Effect.sync(() => watcher.stop()))
+
+    return PolicyStore.of({
+      current: Ref.get(ref),
+      refresh: Effect.flatMap(read, (r) => (r === null ? Ref.get(ref) : set(r.stored))),
+      apply: (profiles) =>
+        Effect.flatMap(
+          write((prev) => ({ epoch: (prev?.epoch ?? 0) + 1, profiles, source_digest: prev?.source_digest ?? sourceDigest })),
+          set
+        )
+    })
+  })
+
+export const layerPolicyStore = (fileProfiles: ReadonlyArray<Profile>) => Layer.scoped(PolicyStore, makePolicyStore(fileProfiles))

@@ -1,0 +1,115 @@
+import { Effect } from "effect"
+import { HeldCallStore } from "../ledger/HeldCallStore.js"
+import { Driver } from "../loops/Driver.js"
+import { eventOf } from "../loops/Actions.js"
+import { beforeDispatch } from "../heldcall/Facts.js"
+import { admittedWitnesses } from "../heldcall/Reconciler.js"
+import { classesOf, type ActivePolicy } from "../policy/ActivePolicy.js"
+import { jcsDigest } from "../schema/Canonical.js"
+import type { AttestationAccepted, AttestationRejected } from "../schema/Events.js"
+import type { HeldCallFacts } from "../schema/Facts.js"
+import { AttestPayload } from "../schema/Requests.js"
+import type { Envelope } from "../schema/Envelope.js"
+import { notFound, unavailable, type Reply } from "./Replies.js"
+import { signedRequest } from "./Request.js"
+
+/** Tolerated clock skew for `issued_at` in the future. */
+const SkewMs = 60_000
+
+type Verdict = { readonly disposition: "accepted" } | { readonly disposition: "stale" | "invalid"; readonly reason: string }
+
+/**
+ * Invariants 3 and 4: an attestation counts only if it is bound to this call's held id,
+ * generation, call digest and contract digest, is unexpired, unreplayed, from a registered
+ * witness of a class the contract admits, and independent of the proposer.
+ */
+export const judgeAttestation = (f: HeldCallFacts, p: AttestPayload, env: Envelope, policy: ActivePolicy, now: number): Verdict => {
+  const spec = f.spec!
+  if (f.lifecycle !== "open") return { disposition: "stale", reason: `the call is ${f.lifecycle}` }
+  if (!beforeDispatch(f)) return { disposition: "stale", reason: "the call was already dispatched" }
+  if (p.generation !== f.generation) return { disposition: "stale", reason: `bound to generation ${p.generation}; the current generation is ${f.generation}` }
+  if (p.call_digest !== spec.call_digest) return { disposition: "stale", reason: "bound to another call digest" }
+  if (f.verdict !== "REQUIRE_WITNESS" || f.witness_contract === null) return { disposition: "stale", reason: "the call is not waiting for a witness" }
+  if (p.contract_digest !== f.contract_digest) return { disposition: "invalid", reason: "contract mismatch: bound to another witness contract" }
+  if (Date.parse(p.expires_at) <= now) return { disposition: "invalid", reason: `attestation expired at ${p.expires_at}` }
+  if (Date.parse(p.issued_at) > now + SkewMs) return { disposition: "invalid", reason: `issued_at ${p.issued_at} is in the future` }
+  if (p.principal === spec.principal) return { disposition: "invalid", reason: "witness is not independent of the proposer: same principal" }
+  if ((policy.principals.get(spec.principal)?.keys ?? []).includes(env.key)) return { disposition: "invalid", reason: "witness is not independent of the proposer: the proposer's key" }
+  if (!classesOf(policy, p.principal).includes(p.class)) return { disposition: "invalid", reason: `principal '${p.principal}' is not registered with class '${p.class}'` }
+  const admitted = admittedWitnesses(f.witness_contract)
+  if (!admitted.classes.includes(p.class) && !admitted.principals.includes(p.principal)) {
+    return { disposition: "invalid", reason: `wrong class: the contract does not accept class '${p.class}' or principal '${p.principal}'` }
+  }
+  if (f.evidence.some((e) => e.witness === p.principal && e.nonce === p.nonce)) return { disposition: "invalid", reason: "nonce already used by this witness on this call (replay)" }
+  return { disposition: "accepted" }
+}
+
+const replyFor = (v: Verdict, duplicate = false): Reply =>
+  duplicate
+    ? { status: 200, disposition: "duplicate" }
+    : v.disposition === "accepted"
+      ? { status: 202, disposition: "accepted" }
+      : { status: v.disposition === "stale" ? 409 : 422, disposition: v.disposition, reason: v.reason }
+
+/** `wk.v1.held.attest`: records the attestation (accepted or rejected, both as events) and never waits for execution. */
+export const attest = (data: Uint8Array) =>
+  Effect.gen(function* () {
+    const { payload: p, envelope, policy } = yield* signedRequest(data, "attest", AttestPayload)
+    const store = yield* HeldCallStore
+    const digest = jcsDigest(p)
+    const acceptedId = `attestation.accepted:${p.held_id}:${digest}`
+    const rejectedId = `attestation.rejected:${p.held_id}:${digest}`
+    const reply = yield* store.serialized(
+      p.held_id,
+      Effect.gen(function* () {
+        for (let attempt = 0; attempt < 16; attempt++) {
+          const loaded = yield* store.load(p.held_id)
+          if (loaded === null || loaded.facts.spec === null) return notFound(p.held_id)
+          const f = loaded.facts
+          if (f.seen.includes(acceptedId)) return replyFor({ disposition: "accepted" }, true)
+          const v = judgeAttestation(f, p, envelope, policy, Date.now())
+          if (f.seen.includes(rejectedId)) return replyFor(v)
+          const base = { held_id: p.held_id, generation: f.generation }
+          const event =
+            v.disposition === "accepted"
+              ? eventOf<typeof AttestationAccepted.Type>({
+                  ...base,
+                  generation: p.generation,
+                  type: "attestation.accepted",
+                  event_id: acceptedId,
+                  witness: p.principal,
+                  class: p.class,
+                  decision: p.decision,
+                  attestation_digest: digest,
+                  call_digest: p.call_digest,
+                  contract_digest: p.contract_digest,
+                  issued_at: p.issued_at,
+                  expires_at: p.expires_at,
+                  nonce: p.nonce,
+                  ...(p.evidence_digest !== undefined ? { evidence_digest: p.evidence_digest } : {}),
+                  envelope
+                })
+              : eventOf<typeof AttestationRejected.Type>({
+                  ...base,
+                  type: "attestation.rejected",
+                  event_id: rejectedId,
+                  witness: p.principal,
+                  class: p.class,
+                  disposition: v.disposition,
+                  reason: v.reason,
+                  attestation_digest: digest,
+                  envelope
+                })
+          const r = yield* store.append(loaded, [event]).pipe(Effect.either)
+          if (r._tag === "Right") return replyFor(v)
+          if (r.left._tag !== "AppendConflict") return yield* r.left
+        }
+        return unavailable(`held call ${p.held_id} is changing too fast; retry`)
+      })
+    )
+    if (reply.status === 202) {
+      const driver = yield* Driver
+      yield* Effect.forkDaemon(driver.drive(p.held_id).pipe(Effect.ignore))
+    }
+    return reply
+  })

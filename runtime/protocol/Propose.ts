@@ -1,0 +1,98 @@
+import { Effect } from "effect"
+import { HeldCallStore, type Loaded } from "../ledger/HeldCallStore.js"
+import { Driver } from "../loops/Driver.js"
+import { KernelConfig } from "../KernelConfig.js"
+import { beforeDispatch, initialFacts } from "../heldcall/Facts.js"
+import { callDigest, heldIdOf } from "../schema/Canonical.js"
+import type { CallProposed } from "../schema/Events.js"
+import { ProposePayload } from "../schema/Requests.js"
+import { eventOf } from "../loops/Actions.js"
+import { conflict, proposeReply, unavailable, type Reply } from "./Replies.js"
+import { signedRequest, type Signed } from "./Request.js"
+
+/**
+ * `wk.v1.calls.propose`. The same (principal, session, turn, call) with the same digest gets
+ * the same answer; a different digest while held is an edit (a new generation); after
+ * dispatch it is 409. The call is then driven inline, so ALLOW answers with the result.
+ */
+export const propose = (data: Uint8Array) =>
+  Effect.gen(function* () {
+    const req = yield* signedRequest(data, "propose", ProposePayload)
+    const p = req.payload
+    const heldId = heldIdOf(p.principal, p.session_id, p.turn_id, p.call_id)
+    const recorded = yield* record(heldId, req)
+    if (recorded !== "ok") return recorded
+    const driver = yield* Driver
+    const driven = yield* driver.drive(heldId)
+    const reply = driven.facts === null ? null : proposeReply(driven.facts)
+    return reply ?? (yield* awaitAnswer(heldId))
+  })
+
+/** Writes the proposal (or its edit) unless the call already has this exact digest. */
+const record = (heldId: string, req: Signed<ProposePayload>) =>
+  Effect.gen(function* () {
+    const store = yield* HeldCallStore
+    const p = req.payload
+    const digest = callDigest(p.tool, p.args)
+    return yield* store.serialized(
+      heldId,
+      Effect.gen(function* () {
+        for (let attempt = 0; attempt < 16; attempt++) {
+          const loaded: Loaded = (yield* store.load(heldId)) ?? { facts: initialFacts(heldId), revision: 0 }
+          const f = loaded.facts
+          if (f.spec !== null && f.spec.call_digest === digest) return "ok" as const
+          if (f.spec !== null && !beforeDispatch(f)) {
+            return f.lifecycle === "open" || f.lifecycle === "completed"
+              ? conflict("already_dispatched", `held call ${heldId} was already dispatched; a changed proposal needs a new call_id`)
+              : conflict(`call_${f.lifecycle}`, `held call ${heldId} is ${f.lifecycle}; a changed proposal needs a new call_id`)
+          }
+          const generation = f.generation + 1
+          const now = Date.now()
+          const ttl = Math.min(req.policy.heldTtlMs, p.preferences?.expires_in_ms ?? Number.POSITIVE_INFINITY)
+          const event = eventOf<typeof CallProposed.Type>({
+            type: "call.proposed",
+            event_id: `call.proposed:${heldId}:g${generation}`,
+            held_id: heldId,
+            generation,
+            principal: p.principal,
+            session_id: p.session_id,
+            turn_id: p.turn_id,
+            call_id: p.call_id,
+            tool: p.tool,
+            args: p.args,
+            call_digest: digest,
+            ...(p.continuation_ref !== undefined ? { continuation_ref: p.continuation_ref } : {}),
+            ...(p.preferences !== undefined ? { preferences: p.preferences } : {}),
+            idempotency_key: `${heldId}:g${generation}`,
+            created_at: new Date(now).toISOString(),
+            expires_at: new Date(now + ttl).toISOString(),
+            envelope: req.envelope,
+            at: new Date(now).toISOString()
+          })
+          const r = yield* store.append(loaded, [event]).pipe(Effect.either)
+          if (r._tag === "Right") return "ok" as const
+          if (r.left._tag !== "AppendConflict") return yield* r.left
+        }
+        return unavailable(`held call ${heldId} is changing too fast; retry`)
+      })
+    )
+  })
+
+/** Another worker is deciding or executing this call: wait for its answer, briefly. */
+const awaitAnswer = (heldId: string) =>
+  Effect.gen(function* () {
+    const store = yield* HeldCallStore
+    const driver = yield* Driver
+    const cfg = yield* KernelConfig
+    const deadline = Date.now() + cfg.answerWaitMs
+    let delay = 2
+    while (Date.now() < deadline) {
+      yield* Effect.sleep(delay)
+      delay = Math.min(delay * 2, 100)
+      const loaded = yield* store.load(heldId)
+      const reply = loaded === null ? null : proposeReply(loaded.facts)
+      if (reply !== null) return reply
+      if (delay === 100) yield* driver.drive(heldId)
+    }
+    return { status: 504, outcome: "pending", held_id: heldId, error: { code: "still_running", message: `held call ${heldId} is still running; read it with wk.v1.held.get` } } satisfies Reply
+  })

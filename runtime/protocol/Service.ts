@@ -1,0 +1,70 @@
+import { Cause, Effect, Runtime } from "effect"
+import type { Msg, Subscription } from "@nats-io/transport-node"
+import { Nats } from "../ledger/Nats.js"
+import type { HeldCallStore } from "../ledger/HeldCallStore.js"
+import type { PolicyStore } from "../policy/PolicyStore.js"
+import type { Driver } from "../loops/Driver.js"
+import type { KernelConfig } from "../KernelConfig.js"
+import { Subjects } from "../schema/Subjects.js"
+import { ack } from "./Ack.js"
+import { attest } from "./Attest.js"
+import { cancel } from "./Cancel.js"
+import { get } from "./Get.js"
+import { policyApply } from "./PolicyApply.js"
+import { propose } from "./Propose.js"
+import { unavailable, type Reply } from "./Replies.js"
+import type { Rejected } from "./Request.js"
+
+/** Queue group shared by every kernel process: each request is answered by one of them. */
+export const QueueGroup = "wk-kernel"
+
+type Deps = Nats | HeldCallStore | PolicyStore | Driver | KernelConfig
+type Handler = (data: Uint8Array) => Effect.Effect<Reply, Rejected | { readonly _tag: "LedgerError"; readonly message: string }, Deps>
+
+/**
+ * Serves the protocol subjects over NATS request/reply. A rejected request gets its error
+ * reply; an infrastructure failure gets 503 and nothing half-applied (appends are atomic).
+ */
+export const serveProtocol = Effect.gen(function* () {
+  const { nc } = yield* Nats
+  const runtime = yield* Effect.runtime<Deps>()
+  const encoder = new TextEncoder()
+  const routes: ReadonlyArray<readonly [string, Handler]> = [
+    [Subjects.propose, propose],
+    [Subjects.get, get],
+    [Subjects.attest, attest],
+    [Subjects.cancel, cancel],
+    [Subjects.ack, ack],
+    [Subjects.policyApply, policyApply]
+  ]
+  const subs: Array<Subscription> = []
+  const respond = (msg: Msg, reply: Reply) => {
+    try {
+      msg.respond(encoder.encode(JSON.stringify(reply)))
+    } catch {
+      // The requester is gone; the durable record already holds the outcome.
+    }
+  }
+  for (const [subject, handler] of routes) {
+    subs.push(
+      nc.subscribe(subject, {
+        queue: QueueGroup,
+        callback: (err, msg) => {
+          if (err !== null) return
+          Runtime.runPromiseExit(runtime)(
+            handler(msg.data).pipe(
+              Effect.catchAll((e) => Effect.succeed(e._tag === "Rejected" ? e.reply : unavailable(`${e._tag}: ${e.message}`)))
+            )
+          ).then((exit) => {
+            if (exit._tag === "Success") respond(msg, exit.value)
+            else {
+              console.error(`wk: ${subject} failed:`, Cause.pretty(exit.cause))
+              respond(msg, { status: 500, error: { code: "internal", message: "the kernel failed on this request; it was not applied" } })
+            }
+          })
+        }
+      })
+    )
+  }
+  yield* Effect.addFinalizer(() => Effect.sync(() => subs.forEach((s) => s.unsubscribe())))
+})
