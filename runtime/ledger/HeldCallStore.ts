@@ -32,18 +32,32 @@ export class HeldCallStore extends Context.Tag("wk/HeldCallStore")<
   }
 >() {}
 
+/** How many held calls' facts one process keeps warm (memory stays flat however many are parked). */
+const CacheSize = 10_000
+
 export const makeHeldCallStore = Effect.gen(function* () {
   const nats = yield* Nats
   const provide = Effect.provideService(Nats, nats)
   const locks = new Map<string, Promise<void>>()
+  // Recently used facts, bounded. Never trusted alone: every load catches up from the stream,
+  // which is the truth; the cache only saves the projection read.
+  const recent = new Map<string, Loaded>()
+  const remember = (l: Loaded) => {
+    recent.delete(l.facts.held_id)
+    recent.set(l.facts.held_id, l)
+    if (recent.size > CacheSize) recent.delete(recent.keys().next().value!)
+    return l
+  }
 
   const load = (heldId: string) =>
     Effect.gen(function* () {
-      const projected = yield* readProjection(heldId)
+      const cached = recent.get(heldId)
+      const projected = cached ?? (yield* readProjection(heldId))
       const base = projected?.facts ?? initialFacts(heldId)
       const newer = yield* readEventsAfter(heldId, base.last_seq)
       if (projected === null && newer.length === 0) return null
-      return { facts: reduce(heldId, newer, base), revision: projected?.revision ?? 0 }
+      if (newer.length === 0 && projected !== null) return remember(projected)
+      return remember({ facts: reduce(heldId, newer, base), revision: projected?.revision ?? 0 })
     }).pipe(provide)
 
   const replay = (heldId: string) =>
@@ -61,8 +75,11 @@ export const makeHeldCallStore = Effect.gen(function* () {
         facts = evolve(facts, { seq, event })
       }
       const revision = yield* writeProjection(facts, loaded.revision).pipe(Effect.orElseSucceed(() => loaded.revision))
-      return { facts, revision }
-    }).pipe(provide)
+      return remember({ facts, revision })
+    }).pipe(
+      Effect.tapError(() => Effect.sync(() => recent.delete(loaded.facts.held_id))),
+      provide
+    )
 
   const serialized = <A, E, R>(heldId: string, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
     Effect.suspend(() => {

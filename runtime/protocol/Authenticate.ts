@@ -2,6 +2,7 @@ import nacl from "tweetnacl"
 import { Either } from "effect"
 import type { Envelope } from "../schema/Envelope.js"
 import { canonicalize } from "../schema/Canonical.js"
+import { ed25519Sign, ed25519Verify } from "../schema/Ed25519.js"
 import type { ActivePolicy } from "../policy/ActivePolicy.js"
 import { unauthenticated, type Reply } from "./Replies.js"
 
@@ -19,13 +20,13 @@ export const authenticate = (env: Envelope, op: string, policy: ActivePolicy): E
   return verifySignature(env) ? Either.right(env) : Either.left(unauthenticated("signature does not verify over the JCS of payload"))
 }
 
-/** ed25519 verification of `sig` over the JCS bytes of `payload` under `key`. */
+/** ed25519 verification of `sig` over the JCS bytes of `payload` under `key` (native; tweetnacl-compatible). */
 export const verifySignature = (env: Envelope): boolean => {
   try {
     const key = Buffer.from(env.key, "base64")
     const sig = Buffer.from(env.sig, "base64")
     if (key.length !== nacl.sign.publicKeyLength || sig.length !== nacl.sign.signatureLength) return false
-    return nacl.sign.detached.verify(new TextEncoder().encode(canonicalize(env.payload)), sig, key)
+    return ed25519Verify(new TextEncoder().encode(canonicalize(env.payload)), sig, key)
   } catch {
     return false
   }
@@ -34,7 +35,7 @@ export const verifySignature = (env: Envelope): boolean => {
 /** Signs a payload into an envelope (used by the client library and tests). */
 export const signEnvelope = (payload: Record<string, unknown>, secretKey: Uint8Array): Envelope => {
   const kp = nacl.sign.keyPair.fromSecretKey(secretKey)
-  const sig = nacl.sign.detached(new TextEncoder().encode(canonicalize(payload)), secretKey)
+  const sig = ed25519Sign(new TextEncoder().encode(canonicalize(payload)), secretKey)
   return {
     payload: payload as Envelope["payload"],
     key: Buffer.from(kp.publicKey).toString("base64"),
