@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { JsonObject } from "./Json.js"
+import { PluginPin } from "../plugins/PluginPin.js"
 import { WitnessContract } from "./WitnessContract.js"
 
 /** A registered principal: its ed25519 public keys (base64) and witness classes. */
@@ -36,7 +36,7 @@ export const Profile = Schema.Struct({
   held_ttl_ms: Schema.optional(Schema.Int.pipe(Schema.positive())),
   /** Principals allowed to apply policy (`wk.v1.admin.policy.apply`). */
   admins: Schema.optional(Schema.Array(Schema.String)),
-  /** Plugin pins (the plugin host, issue 4). Kept opaque here. */
-  plugins: Schema.optional(Schema.Array(JsonObject))
+  /** Plugins this profile pins by name, version, sha256 and signer (runtime/plugins/PluginPin.ts). */
+  plugins: Schema.optional(Schema.Array(PluginPin))
 })
 export type Profile = typeof Profile.Type

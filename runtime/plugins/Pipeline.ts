@@ -1,0 +1,270 @@
+import { Clock, Context, Effect, Either, Layer, Schema } from "effect"
+import { isGranted, type ActivePolicy } from "../policy/ActivePolicy.js"
+import { Adjudicator, type Adjudication, type AdjudicationInput } from "../policy/Adjudicator.js"
+import { Admission, type AdmissionInput, type AdmissionOutcome } from "../policy/Admission.js"
+import { callDigest, canonicalize } from "../schema/Canonical.js"
+import type { Decision, Reason, Verdict } from "../schema/Events.js"
+import type { JsonObject, JsonValue } from "../schema/Json.js"
+import type { WitnessContract } from "../schema/WitnessContract.js"
+import { DefaultContract, decide, foldAdmission, foldOpinions, type AdmitOpinion, type Opinion } from "./Fold.js"
+import { grantedHostHandler, PluginHostEnv, type HostValue } from "./HostEnv.js"
+import type { Stage } from "./Manifest.js"
+import { PluginHost, type Invocation, type LoadedPlugin } from "./PluginHost.js"
+import type { PluginLoadError } from "./PluginError.js"
+import { pinLabel, resolvePin, type PluginPin } from "./PluginPin.js"
+import { AdjudicateOutput, AdmitOutput, TransformOutput, WitnessContractOutput, type ProposalIO } from "./StageIO.js"
+
+/** Transforms may chain at most this many times before the call is denied. */
+export const MaxTransformDepth = 4
+
+/** Every pin in the policy granted `stage`, deduplicated, in (precedence, name, version, digest) order. */
+export const pinsFor = (policy: ActivePolicy, stage: Stage): ReadonlyArray<PluginPin> => {
+  const byKey = new Map<string, PluginPin>()
+  for (const profile of policy.profiles) for (const pin of profile.plugins ?? []) if (pin.stages.includes(stage)) byKey.set(canonicalize(pin), pin)
+  return [...byKey.values()].sort((a, b) => {
+    const ra = resolvePin(a), rb = resolvePin(b)
+    return ra.precedence - rb.precedence || cmp(a.name, b.name) || cmp(a.version, b.version) || cmp(a.sha256, b.sha256) || cmp(canonicalize(a), canonicalize(b))
+  })
+}
+const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0)
+
+/** How a plugin call ended, after decoding its output. */
+export type StageResult<A> = { readonly ok: true; readonly value: A } | { readonly ok: false; readonly fault: string; readonly message: string }
+
+/** `plugin:name@version`, the `by` of a plugin's decisions and reasons. */
+export const pluginBy = (pin: { readonly name: string; readonly version: string }): string => `plugin:${pinLabel(pin)}`
+
+/** The decision record of one plugin call: digest, input digest, output (or fault and fallback), host values. */
+export const pluginDecision = (
+  pin: PluginPin,
+  stage: Stage,
+  inv: Invocation | undefined,
+  body: { readonly result: JsonValue } | { readonly fault: string; readonly message: string; readonly fallback: string }
+): Decision => ({
+  by: pluginBy(pin),
+  digest: pin.sha256,
+  ...(inv !== undefined ? { input_digest: inv.inputDigest } : {}),
+  output: {
+    stage,
+    // Admission inputs carry the tool result: record only its digest, never the bytes again.
+    ...(inv !== undefined && stage !== "admit" ? { input: inv.input } : {}),
+    ...body
+  },
+  ...(inv !== undefined && inv.hostValues.length > 0 ? { host_values: inv.hostValues.map(hostValueJson) } : {})
+})
+
+const hostValueJson = (h: HostValue): JsonValue => ({ fn: h.fn, arg: h.arg, ...(h.fault !== undefined ? { fault: h.fault } : { value: h.value ?? null }) })
+
+type Call<A> = { readonly result: StageResult<A>; readonly inv: Invocation | undefined }
+
+/**
+ * Loads and calls one plugin for one stage and decodes its output. A load refusal, a fault or
+ * an output that fails decoding all come back as `ok: false` (the caller takes the fallback).
+ */
+const callStage = <A, I>(
+  pin: PluginPin,
+  stage: Stage,
+  schema: Schema.Schema<A, I>,
+  input: JsonValue,
+  call: { readonly principal: string; readonly now: number }
+): Effect.Effect<Call<A>, never, PluginHost | PluginHostEnv> =>
+  Effect.gen(function* () {
+    const host = yield* PluginHost
+    const env = yield* PluginHostEnv
+    const loaded = yield* Effect.either(host.load(pin))
+    if (Either.isLeft(loaded)) return { result: loadFault(loaded.left), inv: undefined }
+    const plugin: LoadedPlugin = loaded.right
+    const inv = yield* host.invoke(plugin, stage, input, grantedHostHandler(plugin.pin, call, env))
+    for (const line of inv.raw.logs) yield* Effect.logInfo(line).pipe(Effect.annotateLogs({ plugin: plugin.label, stage }))
+    if (inv.raw.status !== "ok") return { result: { ok: false, fault: inv.raw.status, message: inv.raw.text }, inv }
+    const decoded = decodeOutput(schema, inv.raw.text)
+    return { result: decoded, inv }
+  })
+
+const loadFault = (e: PluginLoadError): StageResult<never> => ({ ok: false, fault: "load", message: e.message })
+
+const decodeOutput = <A, I>(schema: Schema.Schema<A, I>, text: string): StageResult<A> => {
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(text)
+  } catch {
+    return { ok: false, fault: "bad_output", message: `output is not JSON: ${JSON.stringify(text.slice(0, 200))}` }
+  }
+  const r = Schema.decodeUnknownEither(schema)(parsed, { onExcessProperty: "error" })
+  return Either.isRight(r) ? { ok: true, value: r.right } : { ok: false, fault: "bad_output", message: `output does not match the ${"stage"} schema: ${r.left.message.slice(0, 500)}` }
+}
+
+const faultReason = (pin: PluginPin, r: { readonly fault: string; readonly message: string }, fallback: string): Reason => ({
+  by: pluginBy(pin),
+  reason: `plugin fault (${r.fault}): ${r.message.slice(0, 300)}; fallback ${fallback}`
+})
+
+const proposalOf = (p: AdjudicationInput["proposal"], current: { readonly tool: string; readonly args: JsonObject }): ProposalIO => ({
+  principal: p.principal,
+  session_id: p.session_id,
+  turn_id: p.turn_id,
+  call_id: p.call_id,
+  tool: current.tool,
+  args: current.args
+})
+
+/**
+ * The adjudication pipeline: transforms (each replacement restarts from the first transform),
+ * then every adjudicator (folded), then witness-contract providers when a witness is needed,
+ * then observers. The kernel's grant floor ran before this; replacements are checked again here.
+ */
+export const adjudicateWithPlugins = (input: AdjudicationInput): Effect.Effect<Adjudication, never, PluginHost | PluginHostEnv> =>
+  Effect.gen(function* () {
+    const { proposal, policy, now } = input
+    const ctx = { principal: proposal.principal, now }
+    const decisions: Decision[] = []
+    let current: { tool: string; args: JsonObject } = { tool: proposal.tool, args: proposal.args }
+    const seen = new Set([callDigest(current.tool, current.args)])
+    let depth = 0
+
+    const finish = (verdict: Verdict, reasons: ReadonlyArray<Reason>, contract?: WitnessContract) =>
+      observe(policy, { event: "adjudicated", principal: proposal.principal, tool: current.tool, args: current.args, verdict, reasons }, now, decisions).pipe(
+        Effect.as<Adjudication>({ verdict, reasons, ...(contract !== undefined ? { contract } : {}), decisions, executed: current })
+      )
+    const failClosed = (fallback: "DENY" | "REQUIRE_WITNESS", reason: Reason) =>
+      fallback === "DENY" ? finish("DENY", [reason]) : finish("REQUIRE_WITNESS", [reason], DefaultContract)
+
+    const transforms = pinsFor(policy, "transform")
+    restart: for (;;) {
+      for (const pin of transforms) {
+        const stageInput = { stage: "transform", proposal: proposalOf(proposal, current), depth, config: resolvePin(pin).config, now }
+        const { result, inv } = yield* callStage(pin, "transform", TransformOutput, stageInput, ctx)
+        if (!result.ok) {
+          const fallback = resolvePin(pin).fallback
+          decisions.push(pluginDecision(pin, "transform", inv, { fault: result.fault, message: result.message, fallback }))
+          return yield* failClosed(fallback, faultReason(pin, result, fallback))
+        }
+        decisions.push(pluginDecision(pin, "transform", inv, { result: result.value }))
+        if (result.value.action === "keep") continue
+        const next = { tool: result.value.tool, args: result.value.args }
+        const by = pluginBy(pin)
+        if (seen.has(callDigest(next.tool, next.args))) return yield* finish("DENY", [{ by, reason: `transform loop: ${next.tool} was already proposed in this chain` }])
+        if (++depth > MaxTransformDepth) return yield* finish("DENY", [{ by, reason: `transform depth over the bound of ${MaxTransformDepth}` }])
+        // A transform never inherits authority: the replacement must pass the grant floor itself.
+        if (!isGranted(policy, proposal.principal, next.tool)) return yield* finish("DENY", [{ by, reason: `transform to ${next.tool}, which ${proposal.principal} is not granted` }])
+        seen.add(callDigest(next.tool, next.args))
+        current = next
+        continue restart
+      }
+      break
+    }
+
+    const opinions: Opinion[] = []
+    for (const pin of pinsFor(policy, "adjudicate")) {
+      const stageInput = { stage: "adjudicate", proposal: proposalOf(proposal, current), config: resolvePin(pin).config, now }
+      const { result, inv } = yield* callStage(pin, "adjudicate", AdjudicateOutput, stageInput, ctx)
+      if (result.ok) {
+        decisions.push(pluginDecision(pin, "adjudicate", inv, { result: result.value }))
+        opinions.push({ by: pluginBy(pin), ...result.value })
+      } else {
+        const fallback = resolvePin(pin).fallback
+        decisions.push(pluginDecision(pin, "adjudicate", inv, { fault: result.fault, message: result.message, fallback }))
+        opinions.push({ by: pluginBy(pin), verdict: fallback, reason: faultReason(pin, result, fallback).reason })
+      }
+    }
+    const folded = foldOpinions(opinions)
+    const first = decide(folded)
+    if (first.verdict !== "REQUIRE_WITNESS") return yield* finish(first.verdict, first.reasons)
+
+    const offered: WitnessContract[] = []
+    for (const pin of pinsFor(policy, "witness_contract")) {
+      const stageInput = { stage: "witness_contract", proposal: proposalOf(proposal, current), reasons: first.reasons, config: resolvePin(pin).config, now }
+      const { result, inv } = yield* callStage(pin, "witness_contract", WitnessContractOutput, stageInput, ctx)
+      if (!result.ok) {
+        const fallback = resolvePin(pin).fallback
+        decisions.push(pluginDecision(pin, "witness_contract", inv, { fault: result.fault, message: result.message, fallback }))
+        if (fallback === "DENY") return yield* finish("DENY", [faultReason(pin, result, fallback)])
+        continue
+      }
+      decisions.push(pluginDecision(pin, "witness_contract", inv, { result: result.value }))
+      if (result.value.contract !== null) offered.push(result.value.contract)
+    }
+    const final = decide(folded, offered)
+    return yield* finish(final.verdict, final.reasons, final.contract)
+  })
+
+/** Runs observers; their faults are recorded and change nothing (observers never authorize). */
+const observe = (
+  policy: ActivePolicy,
+  event: { readonly event: "adjudicated" | "admitted" | "quarantined"; readonly principal: string; readonly tool: string; readonly args: JsonValue; readonly verdict: string; readonly reasons: ReadonlyArray<Reason> },
+  now: number,
+  decisions: Decision[]
+): Effect.Effect<void, never, PluginHost | PluginHostEnv> =>
+  Effect.gen(function* () {
+    for (const pin of pinsFor(policy, "observe")) {
+      const stageInput = { stage: "observe", ...event, config: resolvePin(pin).config, now }
+      const { result, inv } = yield* callStage(pin, "observe", Schema.Unknown, stageInput, { principal: event.principal, now })
+      decisions.push(pluginDecision(pin, "observe", inv, result.ok ? { result: {} } : { fault: result.fault, message: result.message, fallback: "ignore" }))
+    }
+  })
+
+/**
+ * The admission pipeline: every admission plugin (any QUARANTINE wins; a fault quarantines),
+ * then observers, which see the outcome but never the result bytes.
+ */
+export const admitWithPlugins = (input: AdmissionInput): Effect.Effect<AdmissionOutcome, never, PluginHost | PluginHostEnv> =>
+  Effect.gen(function* () {
+    const now = yield* Clock.currentTimeMillis
+    const decisions: Decision[] = []
+    const opinions: AdmitOpinion[] = []
+    for (const pin of pinsFor(input.policy, "admit")) {
+      const stageInput = { stage: "admit", principal: input.principal, tool: input.tool, args: input.args, result: input.result, config: resolvePin(pin).config, now }
+      const { result, inv } = yield* callStage(pin, "admit", AdmitOutput, stageInput, { principal: input.principal, now })
+      if (result.ok) {
+        decisions.push(pluginDecision(pin, "admit", inv, { result: result.value }))
+        opinions.push({ by: pluginBy(pin), ...result.value })
+      } else {
+        decisions.push(pluginDecision(pin, "admit", inv, { fault: result.fault, message: result.message, fallback: "QUARANTINE" }))
+        opinions.push({ by: pluginBy(pin), verdict: "QUARANTINE", reason: `plugin fault (${result.fault}): ${result.message.slice(0, 300)}; fallback QUARANTINE` })
+      }
+    }
+    const decided = foldAdmission(opinions)
+    yield* observe(
+      input.policy,
+      {
+        event: decided.admitted ? "admitted" : "quarantined",
+        principal: input.principal,
+        tool: input.tool,
+        args: input.args,
+        verdict: decided.admitted ? "ADMIT" : "QUARANTINE",
+        reasons: decided.admitted ? [] : [{ by: decided.by, reason: decided.reason }]
+      },
+      now,
+      decisions
+    )
+    return decided.admitted ? { admitted: true, decisions } : { admitted: false, by: decided.by, reason: decided.reason, decisions }
+  })
+
+/** Provides the Adjudicator seam with the plugin pipeline over the plugins the policy pins. */
+export const layerPluginAdjudicator = Layer.effect(
+  Adjudicator,
+  Effect.gen(function* () {
+    const ctx = yield* Effect.context<PluginHost | PluginHostEnv>()
+    return Adjudicator.of({ adjudicate: (input) => adjudicateWithPlugins(input).pipe(Effect.provide(ctx)) })
+  })
+)
+
+/** Provides the Admission seam with the admission-plugin pipeline. */
+export const layerPluginAdmission = Layer.effect(
+  Admission,
+  Effect.gen(function* () {
+    const ctx = yield* Effect.context<PluginHost | PluginHostEnv>()
+    return Admission.of({ admit: (input) => admitWithPlugins(input).pipe(Effect.provide(ctx)) })
+  })
+)
+
+/** Loads every plugin the policy pins, failing on the first refusal: check a profile before applying it. */
+export const loadPinnedPlugins = (policy: ActivePolicy): Effect.Effect<ReadonlyArray<LoadedPlugin>, PluginLoadError, PluginHost> =>
+  Effect.gen(function* () {
+    const host = yield* PluginHost
+    const pins = new Map<string, PluginPin>()
+    for (const p of policy.profiles) for (const pin of p.plugins ?? []) pins.set(canonicalize(pin), pin)
+    return yield* Effect.forEach([...pins.values()], (pin) => host.load(pin))
+  })
+
+export type { Context }

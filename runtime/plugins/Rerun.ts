@@ -1,0 +1,78 @@
+import { Effect, Either, Schema } from "effect"
+import { canonicalize, jcsDigest, sha256Hex } from "../schema/Canonical.js"
+import type { Decision } from "../schema/Events.js"
+import type { JsonValue } from "../schema/Json.js"
+import { type HostValue, replayHostHandler } from "./HostEnv.js"
+import { Stage } from "./Manifest.js"
+import { RerunError } from "./PluginError.js"
+import { PinDefaults } from "./PluginPin.js"
+import { StageOutputs } from "./StageIO.js"
+import { capMemory } from "./internal/wasmBinary.js"
+import { PluginRunner } from "./internal/pluginRunner.js"
+
+/** What a re-run gave next to what was recorded. */
+export interface RerunResult {
+  readonly matches: boolean
+  /** The recorded `result` or `fault`. */
+  readonly recorded: JsonValue
+  /** The re-run's `result` or `fault`. */
+  readonly rerun: JsonValue
+}
+
+const RecordedOutput = Schema.Struct({
+  stage: Stage,
+  input: Schema.optional(Schema.Unknown),
+  result: Schema.optional(Schema.Unknown),
+  fault: Schema.optional(Schema.String)
+})
+
+const HostValueJson = Schema.Struct({ fn: Schema.String, arg: Schema.Unknown, value: Schema.optional(Schema.Unknown), fault: Schema.optional(Schema.String) })
+
+/**
+ * Re-runs a recorded plugin decision from the pinned wasm: checks the bytes against the
+ * recorded digest and the input against the recorded input digest, serves host functions
+ * from the recorded values in order, and compares the outcome. `input` is needed for
+ * admission decisions (their record holds only the digest of the tool result).
+ */
+export const rerunDecision = (
+  bytes: Uint8Array,
+  decision: Decision,
+  options: { readonly input?: JsonValue; readonly timeout_ms?: number; readonly memory_max_pages?: number } = {}
+): Effect.Effect<RerunResult, RerunError> =>
+  Effect.gen(function* () {
+    const fail = (detail: string) => new RerunError({ plugin: decision.by, detail })
+    const digest = sha256Hex(bytes)
+    if (decision.digest !== digest) return yield* Effect.fail(fail(`the bytes hash to ${digest}, the decision names ${decision.digest ?? "(none)"}`))
+    const out = Schema.decodeUnknownEither(RecordedOutput)(decision.output)
+    if (Either.isLeft(out)) return yield* Effect.fail(fail("the decision output is not a plugin decision record"))
+    const { stage } = out.right
+    const input = options.input ?? (out.right.input as JsonValue | undefined)
+    if (input === undefined) return yield* Effect.fail(fail("no input: pass the stage input for admission decisions"))
+    if (jcsDigest(input) !== decision.input_digest) return yield* Effect.fail(fail(`the input digests to ${jcsDigest(input)}, the decision records ${decision.input_digest ?? "(none)"}`))
+    const recordedHost = Schema.decodeUnknownEither(Schema.Array(HostValueJson))(decision.host_values ?? [])
+    if (Either.isLeft(recordedHost)) return yield* Effect.fail(fail("host_values are malformed"))
+    const pages = options.memory_max_pages ?? PinDefaults.memory_max_pages
+    const patched = capMemory(bytes, pages)
+    if (!patched.ok) return yield* Effect.fail(fail(patched.detail))
+    const module = yield* Effect.tryPromise({ try: () => WebAssembly.compile(new Uint8Array(patched.bytes)), catch: (e) => fail(String(e)) })
+    // Link exactly the user functions the module imports: all of them are served from the record.
+    const hostFunctions = WebAssembly.Module.imports(module).filter((i) => i.module === "extism:host/user").map((i) => i.name)
+    const runner = yield* Effect.tryPromise({ try: () => PluginRunner.start({ label: decision.by, module, exports: [stage], hostFunctions, memoryMaxPages: pages }), catch: (e) => fail(String(e)) })
+    const raw = yield* Effect.promise(() =>
+      runner.call(stage, new TextEncoder().encode(canonicalize(input)), options.timeout_ms ?? PinDefaults.timeout_ms, replayHostHandler(recordedHost.right as ReadonlyArray<HostValue>))
+    ).pipe(Effect.ensuring(Effect.promise(() => runner.close())))
+    const recorded: JsonValue = out.right.fault !== undefined ? { fault: out.right.fault } : { result: (out.right.result ?? null) as JsonValue }
+    let rerun: JsonValue
+    if (raw.status !== "ok") rerun = { fault: raw.status }
+    else {
+      let parsed: unknown
+      try {
+        parsed = JSON.parse(raw.text)
+      } catch {
+        parsed = undefined
+      }
+      const decoded = parsed === undefined ? undefined : Schema.decodeUnknownEither(StageOutputs[stage] as Schema.Schema<unknown, unknown>)(parsed, { onExcessProperty: "error" })
+      rerun = decoded !== undefined && Either.isRight(decoded) ? { result: (stage === "observe" ? {} : decoded.right) as JsonValue } : { fault: "bad_output" }
+    }
+    return { matches: canonicalize(recorded) === canonicalize(rerun), recorded, rerun }
+  })

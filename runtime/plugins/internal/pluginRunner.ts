@@ -1,0 +1,223 @@
+// The main-thread side of one plugin worker: hands a call over through shared memory, serves
+// the worker's host calls, and enforces the time limit by terminating the worker (then
+// respawning it from the already-compiled module). Fast calls are caught by a short spin, so
+// a call costs about one in-process Extism call plus two thread hand-offs.
+import { Worker } from "node:worker_threads"
+import type { JsonValue } from "../../schema/Json.js"
+
+const IDLE = 0, CALL = 1, DONE = 2, HOST = 3, HOST_REPLY = 4
+const StatusNames = ["ok", "trap", "memory_limit", "plugin_error", "no_output", "host_fault", "too_large"] as const
+
+/** How a raw call ended. Everything but `ok` is a fault. */
+export type RawStatus = (typeof StatusNames)[number] | "timeout" | "crashed"
+
+export interface RawOutcome {
+  readonly status: RawStatus
+  /** Output text when `ok`, otherwise the fault message. */
+  readonly text: string
+  readonly logs: ReadonlyArray<string>
+  readonly elapsedMs: number
+}
+
+/** Serves one host call from the plugin; a `fault` traps the plugin. */
+export type HostHandler = (fn: string, arg: JsonValue) => Promise<{ readonly value: JsonValue } | { readonly fault: string }> | { readonly value: JsonValue } | { readonly fault: string }
+
+export interface RunnerSpec {
+  readonly label: string
+  readonly module: WebAssembly.Module
+  /** Export names the runner may call; calls name one by index. */
+  readonly exports: ReadonlyArray<string>
+  /** `extism:host/user` functions to link. */
+  readonly hostFunctions: ReadonlyArray<string>
+  readonly memoryMaxPages: number
+  /** How long each side spins before sleeping (ms). */
+  readonly spinMs?: number
+}
+
+// ES2024 pieces Node 20 has but the ES2022 lib does not declare.
+interface GrowableSab extends SharedArrayBuffer {
+  grow(byteLength: number): void
+  readonly maxByteLength: number
+}
+const GrowableSharedArrayBuffer = SharedArrayBuffer as unknown as new (byteLength: number, options: { maxByteLength: number }) => GrowableSab
+type WaitAsyncResult = { readonly async: false; readonly value: "not-equal" | "timed-out" } | { readonly async: true; readonly value: Promise<"ok" | "timed-out"> }
+const waitAsync = (Atomics as unknown as { waitAsync: (a: Int32Array, index: number, value: number) => WaitAsyncResult }).waitAsync
+
+const MaxPayload = 64 * 1024 * 1024
+const encoder = new TextEncoder()
+const decoder = new TextDecoder()
+
+interface Live {
+  readonly worker: Worker
+  readonly ctrl: Int32Array
+  readonly dataSab: GrowableSab
+  readonly data: Uint8Array
+  readonly died: Promise<string>
+  dead: boolean
+}
+
+const spawn = (spec: RunnerSpec): Promise<Live> =>
+  new Promise((resolve, reject) => {
+    const ctrlSab = new SharedArrayBuffer(64)
+    const dataSab = new GrowableSharedArrayBuffer(64 * 1024, { maxByteLength: MaxPayload })
+    const worker = new Worker(new URL("./pluginWorker.mjs", import.meta.url), {
+      workerData: {
+        module: spec.module,
+        ctrl: ctrlSab,
+        data: dataSab,
+        exports: spec.exports,
+        hostFunctions: spec.hostFunctions,
+        memoryMaxPages: spec.memoryMaxPages,
+        spinMs: spec.spinMs ?? 0.2
+      },
+      // Caps the worker's JS heap; wasm memory is capped in the module, host blocks by budget.
+      resourceLimits: { maxOldGenerationSizeMb: 64, maxYoungGenerationSizeMb: 16, stackSizeMb: 4 },
+      execArgv: ["--no-warnings"],
+      stdout: false,
+      stderr: false
+    })
+    let settle: (why: string) => void = () => {}
+    const died = new Promise<string>((r) => (settle = r))
+    const live: Live = { worker, ctrl: new Int32Array(ctrlSab), dataSab, data: new Uint8Array(dataSab), died, dead: false }
+    const onDeath = (why: string) => {
+      live.dead = true
+      settle(why)
+      reject(new Error(why))
+    }
+    worker.once("error", (e) => onDeath(`worker error: ${e.message}`))
+    worker.once("exit", (code) => onDeath(`worker exited with code ${code}`))
+    worker.once("message", (m: { type: string; message?: string }) => {
+      if (m.type === "ready") resolve(live)
+      else {
+        void worker.terminate()
+        reject(new Error(m.message ?? "plugin failed to start"))
+      }
+    })
+  })
+
+/** A persistent worker running one plugin; calls are serialized. */
+export class PluginRunner {
+  readonly #spec: RunnerSpec
+  #live: Promise<Live>
+  #tail: Promise<unknown> = Promise.resolve()
+  #closed = false
+
+  private constructor(spec: RunnerSpec, live: Live) {
+    this.#spec = spec
+    this.#live = Promise.resolve(live)
+  }
+
+  /** Starts the worker and instantiates the plugin; rejects with the instantiation error. */
+  static async start(spec: RunnerSpec): Promise<PluginRunner> {
+    return new PluginRunner(spec, await spawn(spec))
+  }
+
+  /** Calls one export with input bytes under a time limit. Never rejects: faults are outcomes. */
+  call(exportName: string, input: Uint8Array, timeoutMs: number, host: HostHandler): Promise<RawOutcome> {
+    const run = this.#tail.then(() => this.#call(exportName, input, timeoutMs, host))
+    this.#tail = run.catch(() => undefined)
+    return run
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true
+    const live = await this.#live.catch(() => undefined)
+    if (live !== undefined && !live.dead) await live.worker.terminate()
+  }
+
+  #respawn(): void {
+    if (this.#closed) return
+    this.#live = spawn(this.#spec)
+    this.#live.catch(() => undefined)
+  }
+
+  async #call(exportName: string, input: Uint8Array, timeoutMs: number, host: HostHandler): Promise<RawOutcome> {
+    const started = performance.now()
+    const fault = (status: RawStatus, text: string): RawOutcome => ({ status, text, logs: [], elapsedMs: performance.now() - started })
+    const index = this.#spec.exports.indexOf(exportName)
+    if (index < 0) return fault("trap", `export '${exportName}' is not callable`)
+    if (input.length > MaxPayload) return fault("too_large", `input of ${input.length} bytes is over ${MaxPayload}`)
+    let live: Live
+    try {
+      live = await this.#live
+      if (live.dead) throw new Error("worker is dead")
+    } catch (e) {
+      this.#respawn()
+      return fault("crashed", `plugin worker unavailable: ${e instanceof Error ? e.message : String(e)}`)
+    }
+    const { ctrl, data, dataSab } = live
+    if (data.byteLength < input.length) dataSab.grow(Math.min(MaxPayload, Math.max(input.length, data.byteLength * 2)))
+    data.set(input, 0)
+    ctrl[1] = input.length
+    ctrl[4] = index
+    Atomics.store(ctrl, 0, CALL)
+    Atomics.notify(ctrl, 0)
+    const deadline = started + timeoutMs
+    const spinMs = Math.min(this.#spec.spinMs ?? 0.2, timeoutMs)
+    let timer: ReturnType<typeof setTimeout> | undefined
+    let expired: Promise<"deadline"> | undefined
+    try {
+      for (;;) {
+        let s = Atomics.load(ctrl, 0)
+        const spinStart = performance.now()
+        while (s !== DONE && s !== HOST && performance.now() - spinStart < spinMs) s = Atomics.load(ctrl, 0)
+        if (s === DONE) {
+          const len = ctrl[1]!
+          const outLen = ctrl[3]!
+          const status = StatusNames[ctrl[2]!] ?? "trap"
+          const text = decoder.decode(data.slice(0, outLen))
+          const logs = parseLogs(decoder.decode(data.slice(outLen, len)))
+          Atomics.store(ctrl, 0, IDLE)
+          return { status, text, logs, elapsedMs: performance.now() - started }
+        }
+        if (s === HOST) {
+          const reply = await serveHost(host, decoder.decode(data.slice(0, ctrl[1])))
+          const bytes = encoder.encode(JSON.stringify("value" in reply ? reply.value : reply.fault))
+          if (data.byteLength < bytes.length) dataSab.grow(Math.min(MaxPayload, bytes.length))
+          data.set(bytes, 0)
+          ctrl[1] = bytes.length
+          ctrl[2] = "value" in reply ? 0 : 1
+          Atomics.store(ctrl, 0, HOST_REPLY)
+          Atomics.notify(ctrl, 0)
+          continue
+        }
+        if (performance.now() >= deadline) break
+        if (expired === undefined) expired = new Promise((r) => (timer = setTimeout(() => r("deadline"), Math.max(0, deadline - performance.now()))))
+        const w = waitAsync(ctrl, 0, s)
+        const woke = w.async ? await Promise.race([w.value, expired, live.died]) : w.value
+        if (woke === "deadline") break
+        if (live.dead) {
+          this.#respawn()
+          return fault("crashed", await live.died)
+        }
+      }
+      // Over the time limit: the only reliable stop for running wasm is terminating its thread.
+      live.dead = true
+      await live.worker.terminate()
+      this.#respawn()
+      return fault("timeout", `no answer within ${timeoutMs} ms; worker terminated`)
+    } finally {
+      if (timer !== undefined) clearTimeout(timer)
+    }
+  }
+}
+
+const serveHost = async (host: HostHandler, request: string): Promise<{ readonly value: JsonValue } | { readonly fault: string }> => {
+  try {
+    const parsed: unknown = JSON.parse(request)
+    if (typeof parsed !== "object" || parsed === null || !("fn" in parsed) || typeof parsed.fn !== "string") return { fault: "malformed host call" }
+    const arg = "arg" in parsed ? (parsed.arg as JsonValue) : null
+    return await host(parsed.fn, arg)
+  } catch (e) {
+    return { fault: `host function failed: ${e instanceof Error ? e.message : String(e)}` }
+  }
+}
+
+const parseLogs = (text: string): ReadonlyArray<string> => {
+  try {
+    const v: unknown = JSON.parse(text)
+    return Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : []
+  } catch {
+    return []
+  }
+}

@@ -1,0 +1,146 @@
+// One plugin instance in its own thread. The main thread (pluginRunner.ts) hands calls over
+// through shared memory and terminates this thread when a call overruns its time limit: the
+// Extism SDK's own timeout does not stop a wasm loop, a terminated thread does.
+// Protocol: ctrl[0] state, ctrl[1] byte length in `data`, ctrl[2] status, ctrl[3] output length,
+// ctrl[4] export index. States and statuses are mirrored in pluginRunner.ts.
+import { parentPort, workerData } from "node:worker_threads"
+import createPlugin from "@extism/extism"
+
+const IDLE = 0, CALL = 1, DONE = 2, HOST = 3, HOST_REPLY = 4
+const OK = 0, TRAP = 1, MEMORY = 2, PLUGIN_ERROR = 3, NO_OUTPUT = 4, HOST_FAULT = 5, TOO_LARGE = 6
+const MAX_LOG_LINES = 64
+const MAX_LOG_LINE = 2048
+
+const { module, ctrl: ctrlSab, data: dataSab, exports, hostFunctions, memoryMaxPages, spinMs } = workerData
+const ctrl = new Int32Array(ctrlSab)
+const data = new Uint8Array(dataSab)
+const enc = new TextEncoder()
+const dec = new TextDecoder()
+const allocBudget = memoryMaxPages * 65536
+const granted = new Set(hostFunctions)
+
+let allocated = 0
+let errorMessage = null
+let memoryExceeded = false
+let logs = []
+
+class HostFault extends Error {}
+class MemoryLimit extends Error {}
+
+const ensure = (n) => {
+  if (data.byteLength >= n) return true
+  if (n > dataSab.maxByteLength) return false
+  dataSab.grow(Math.min(dataSab.maxByteLength, Math.max(n, data.byteLength * 2)))
+  return true
+}
+
+// A synchronous call into the main thread, which serves it and records the value it returned.
+const hostCall = (fn, arg) => {
+  const req = enc.encode(JSON.stringify({ fn, arg }))
+  if (!ensure(req.length)) throw new HostFault("host call request too large")
+  data.set(req, 0)
+  ctrl[1] = req.length
+  Atomics.store(ctrl, 0, HOST)
+  Atomics.notify(ctrl, 0)
+  while (Atomics.load(ctrl, 0) === HOST) Atomics.wait(ctrl, 0, HOST)
+  const status = ctrl[2]
+  const text = dec.decode(data.slice(0, ctrl[1]))
+  Atomics.store(ctrl, 0, CALL)
+  if (status !== OK) throw new HostFault(text)
+  return JSON.parse(text)
+}
+
+const readText = (ctx, addr) => ctx.read(addr)?.text() ?? ""
+const pushLog = (line) => { if (logs.length < MAX_LOG_LINES) logs.push(line.slice(0, MAX_LOG_LINE)) }
+
+const user = {}
+if (granted.has("wk_log")) user.wk_log = (ctx, addr) => { pushLog(readText(ctx, addr)) }
+if (granted.has("wk_now")) user.wk_now = () => BigInt(hostCall("wk_now", null))
+if (granted.has("wk_kv_get")) user.wk_kv_get = (ctx, addr) => {
+  const value = hostCall("wk_kv_get", readText(ctx, addr))
+  return value === null ? 0n : ctx.store(String(value))
+}
+if (granted.has("wk_counter")) user.wk_counter = (ctx, addr) => Number(hostCall("wk_counter", readText(ctx, addr)))
+
+const env = {
+  // Host-side blocks live outside wasm memory: count them against the same budget.
+  alloc: (ctx, n) => {
+    allocated += Number(n)
+    if (allocated > allocBudget) { memoryExceeded = true; throw new MemoryLimit(`host allocations over ${allocBudget} bytes`) }
+    return ctx.alloc(n)
+  },
+  // Keep the message instead of the SDK's error block, which is lost when the plugin then traps.
+  error_set: (ctx, addr) => { errorMessage = readText(ctx, addr) || "error" }
+}
+if (granted.has("wk_log")) for (const level of ["log_info", "log_warn", "log_debug", "log_error"]) env[level] = (ctx, addr) => { pushLog(readText(ctx, addr)) }
+
+let plugin
+let memory
+const instantiate = async () => {
+  plugin = await createPlugin({ wasm: [{ module }] }, { useWasi: false, functions: { "extism:host/env": env, "extism:host/user": user } })
+  memory = (await plugin.getInstance()).exports.memory
+}
+
+const finish = (status, out) => {
+  const trailer = enc.encode(JSON.stringify(logs))
+  if (!ensure(out.length + trailer.length)) { status = TOO_LARGE; out = enc.encode("output too large"); }
+  data.set(out, 0)
+  data.set(trailer, out.length)
+  ctrl[1] = out.length + trailer.length
+  ctrl[2] = status
+  ctrl[3] = out.length
+  Atomics.store(ctrl, 0, DONE)
+  Atomics.notify(ctrl, 0)
+}
+
+const runCall = async () => {
+  const fn = exports[ctrl[4]]
+  const input = data.slice(0, ctrl[1])
+  allocated = 0
+  errorMessage = null
+  memoryExceeded = false
+  logs = []
+  let broken = false
+  try {
+    const out = await plugin.call(fn, input)
+    if (errorMessage !== null) finish(PLUGIN_ERROR, enc.encode(errorMessage))
+    else if (out === null) finish(NO_OUTPUT, new Uint8Array(0))
+    else finish(OK, out.bytes())
+  } catch (e) {
+    broken = true
+    const nearMax = memory.buffer.byteLength / 65536 > memoryMaxPages / 2
+    const status = e instanceof HostFault ? HOST_FAULT : memoryExceeded || e instanceof MemoryLimit || nearMax ? MEMORY : TRAP
+    const text = (errorMessage !== null ? errorMessage + " / " : "") + (e instanceof Error ? `${e.name}: ${e.message}` : String(e))
+    finish(status, enc.encode(text))
+  }
+  // A trapped instance may be mid-allocation: never reuse it. Otherwise drop this call's blocks.
+  if (broken) await instantiate()
+  else await plugin.reset()
+}
+
+const loop = async () => {
+  for (;;) {
+    let s = Atomics.load(ctrl, 0)
+    if (s !== CALL) {
+      const t0 = performance.now()
+      while (s !== CALL && performance.now() - t0 < spinMs) s = Atomics.load(ctrl, 0)
+    }
+    if (s !== CALL) {
+      const r = Atomics.waitAsync(ctrl, 0, s)
+      if (r.async) await r.value
+      continue
+    }
+    await runCall()
+  }
+}
+
+// A port listener keeps this thread alive while it waits with Atomics.waitAsync.
+parentPort.on("message", () => {})
+try {
+  await instantiate()
+  parentPort.postMessage({ type: "ready" })
+  void IDLE
+  loop()
+} catch (e) {
+  parentPort.postMessage({ type: "error", message: e instanceof Error ? e.message : String(e) })
+}

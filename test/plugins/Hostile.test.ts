@@ -1,0 +1,112 @@
+// Hostile plugins, one test each: every one fails closed with a decision naming the plugin and
+// its digest, and the host keeps serving other calls afterwards.
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { Adjudicator } from "../../runtime/policy/Adjudicator.js"
+import type { Decision } from "../../runtime/schema/Events.js"
+import type { PluginPin } from "../../runtime/plugins/PluginPin.js"
+import { Now, pinOf, pipelineLayer, policyWith, proposal } from "./support.js"
+
+const spendLimit = pinOf("spend-limit", { config: { rules: { "payments.transfer": { amount_field: "amount", witness_above: 100, deny_above: 1000 } } } })
+
+/** Adjudicates one call with `hostile` pinned beside spend-limit, then one more call after it. */
+const runHostile = (hostile: PluginPin) =>
+  Effect.gen(function* () {
+    const adj = yield* Adjudicator
+    const policy = policyWith([hostile, spendLimit])
+    const started = performance.now()
+    const first = yield* adj.adjudicate({ proposal: proposal("payments.transfer", { amount: 5 }), policy, now: Now })
+    const elapsedMs = performance.now() - started
+    // The host keeps serving: the same plugins again, and spend-limit alone.
+    const again = yield* adj.adjudicate({ proposal: proposal("payments.transfer", { amount: 5 }), policy, now: Now })
+    const healthy = yield* adj.adjudicate({ proposal: proposal("payments.transfer", { amount: 5 }), policy: policyWith([spendLimit]), now: Now })
+    return { first, again, healthy, elapsedMs }
+  })
+
+const faultOf = (decisions: ReadonlyArray<Decision>, pin: PluginPin): Record<string, unknown> => {
+  const d = decisions.find((x) => x.by === `plugin:${pin.name}@${pin.version}`)
+  expect(d, `a decision naming ${pin.name}`).toBeDefined()
+  expect(d!.digest).toBe(pin.sha256)
+  return d!.output as Record<string, unknown>
+}
+
+const expectFailClosed = (r: Effect.Effect.Success<ReturnType<typeof runHostile>>, pin: PluginPin, fault: string) => {
+  expect(r.first.verdict).toBe("DENY")
+  const out = faultOf(r.first.decisions, pin)
+  expect(out.fault).toBe(fault)
+  expect(out.fallback).toBe("DENY")
+  expect(r.first.reasons.some((x) => x.by === `plugin:${pin.name}@${pin.version}` && x.reason.includes(fault))).toBe(true)
+  expect(r.again.verdict).toBe("DENY")
+  expect(faultOf(r.again.decisions, pin).fault).toBe(fault)
+  expect(r.healthy.verdict).toBe("ALLOW")
+}
+
+describe("hostile plugins fail closed", () => {
+  it.scoped("an infinite loop is stopped by the time limit", () =>
+    Effect.gen(function* () {
+      const pin = pinOf("fixtures/loop-forever", { timeout_ms: 100 })
+      const r = yield* runHostile(pin)
+      expectFailClosed(r, pin, "timeout")
+      expect(r.elapsedMs).toBeLessThan(5_000)
+    }).pipe(Effect.provide(pipelineLayer()))
+  )
+
+  it.scoped("a memory bomb in linear memory is stopped by the memory limit", () =>
+    Effect.gen(function* () {
+      const pin = pinOf("fixtures/memory-bomb", { memory_max_pages: 32 })
+      const r = yield* runHostile(pin)
+      expectFailClosed(r, pin, "memory_limit")
+    }).pipe(Effect.provide(pipelineLayer()))
+  )
+
+  it.scoped("a memory bomb in host-side blocks is stopped by the same budget", () =>
+    Effect.gen(function* () {
+      const pin = pinOf("fixtures/host-alloc-bomb", { memory_max_pages: 32 })
+      const r = yield* runHostile(pin)
+      expectFailClosed(r, pin, "memory_limit")
+    }).pipe(Effect.provide(pipelineLayer()))
+  )
+
+  it.scoped("a trap takes the fallback", () =>
+    Effect.gen(function* () {
+      const pin = pinOf("fixtures/trap")
+      const r = yield* runHostile(pin)
+      expectFailClosed(r, pin, "trap")
+      expect(String(faultOf(r.first.decisions, pin).message)).toContain("boom")
+    }).pipe(Effect.provide(pipelineLayer()))
+  )
+
+  it.scoped("output that is not JSON takes the fallback", () =>
+    Effect.gen(function* () {
+      const pin = pinOf("fixtures/garbage-output")
+      expectFailClosed(yield* runHostile(pin), pin, "bad_output")
+    }).pipe(Effect.provide(pipelineLayer()))
+  )
+
+  it.scoped("JSON that is not a stage output takes the fallback", () =>
+    Effect.gen(function* () {
+      const pin = pinOf("fixtures/wrong-shape-output")
+      expectFailClosed(yield* runHostile(pin), pin, "bad_output")
+    }).pipe(Effect.provide(pipelineLayer()))
+  )
+
+  it.scoped("a plugin importing an ungranted host function refuses to load", () =>
+    Effect.gen(function* () {
+      const pin = pinOf("fixtures/ungranted-import")
+      const r = yield* runHostile(pin)
+      expectFailClosed(r, pin, "load")
+      expect(String(faultOf(r.first.decisions, pin).message)).toMatch(/ungranted_import.*extism:host\/user\/wk_kv_get/)
+    }).pipe(Effect.provide(pipelineLayer()))
+  )
+
+  it.scoped("a REQUIRE_WITNESS fallback holds instead of denying", () =>
+    Effect.gen(function* () {
+      const pin = pinOf("fixtures/trap", { fallback: "REQUIRE_WITNESS" })
+      const adj = yield* Adjudicator
+      const r = yield* adj.adjudicate({ proposal: proposal("payments.transfer", { amount: 5 }), policy: policyWith([pin, spendLimit]), now: Now })
+      expect(r.verdict).toBe("REQUIRE_WITNESS")
+      expect(r.contract).toBeDefined()
+      expect(faultOf(r.decisions, pin).fallback).toBe("REQUIRE_WITNESS")
+    }).pipe(Effect.provide(pipelineLayer()))
+  )
+})
