@@ -1,0 +1,313 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { Effect } from "effect"
+import { errors, type NatsConnection, type Subscription } from "@nats-io/transport-node"
+import { jetstream, jetstreamManager } from "@nats-io/jetstream"
+import { Kvm } from "@nats-io/kv"
+import { layerNats, natsOptionsFromUrl } from "../../runtime/ledger/Nats.js"
+import { provision } from "../../runtime/ledger/Provision.js"
+import { Buckets, Streams, Subjects } from "../../runtime/schema/Subjects.js"
+import { Roles, startTestNats, type TestNats } from "../support/TestNats.js"
+import { clientFor, connectAs } from "../support/Principals.js"
+import { eventually } from "../support/Stream.js"
+
+/**
+ * The permission model of nats.conf, against a real nats-server: every refusal is shown by
+ * (a) the server's permissions violation arriving on the restricted connection and (b) a
+ * kernel-side observer (subscriber, stream or bucket) seeing nothing, with a positive control
+ * proving the observer would have seen it.
+ */
+
+type Role = keyof typeof Roles
+
+let own: TestNats | undefined
+let servers: string
+const conns = new Map<Role, NatsConnection>()
+const violations = new Map<Role, Array<InstanceType<typeof errors.PermissionViolationError>>>()
+const encoder = new TextEncoder()
+let tokenCounter = 0
+/** A subject token unique to this run and call, so a shared server never mixes tests. */
+const token = () => `perm${process.pid}x${Date.now().toString(36)}x${++tokenCounter}`
+const conn = (role: Role) => conns.get(role)!
+const kernel = () => conn("kernel")
+
+/** Collects permission violations the server reports on a connection (asynchronous in nats.js v3). */
+const watch = async (role: Role, nc: NatsConnection) => {
+  const seen: Array<InstanceType<typeof errors.PermissionViolationError>> = []
+  violations.set(role, seen)
+  void (async () => {
+    for await (const s of nc.status()) {
+      if (s.type === "error" && s.error instanceof errors.PermissionViolationError) seen.push(s.error)
+    }
+  })()
+}
+
+/** A permissions violation, bare or wrapped by a JetStream request (RequestError with a cause). */
+const permissionDenied = (e: unknown): boolean => {
+  for (let c: unknown = e; c instanceof Error; c = c.cause) if (c instanceof errors.PermissionViolationError) return true
+  return false
+}
+
+/** Waits until the server has refused `operation` on `subject` for this role's connection. */
+const refused = (role: Role, operation: "publish" | "subscription", subject: string) =>
+  eventually(async () => violations.get(role)!.find((v) => v.operation === operation && v.subject === subject), 3000, 10)
+
+/** Subscribes as the kernel and counts what arrives. */
+const observe = async (subject: string) => {
+  const got: Array<string> = []
+  const sub: Subscription = kernel().subscribe(subject, { callback: (_e, m) => got.push(m.subject) })
+  await kernel().flush()
+  return { got, sub }
+}
+
+/** Messages stored on one subject of a stream (0 when none). */
+const storedOn = async (stream: string, subject: string): Promise<number> => {
+  const jsm = await jetstreamManager(kernel())
+  const info = await jsm.streams.info(stream, { subjects_filter: subject })
+  return info.state.subjects?.[subject] ?? 0
+}
+
+/**
+ * Publishes as a restricted role and shows nothing arrived: the violation is observed on the
+ * restricted connection, a kernel subscriber saw nothing, and the same publish by the kernel
+ * does arrive (the observer works).
+ */
+const expectPublishRefused = async (role: Role, subject: string) => {
+  const obs = await observe(subject)
+  conn(role).publish(subject, encoder.encode(`{"from":"${role}"}`))
+  await conn(role).flush()
+  const v = await refused(role, "publish", subject)
+  expect(v.message).toMatch(/permissions violation/i)
+  kernel().publish(subject, encoder.encode(`{"from":"kernel"}`))
+  await eventually(async () => obs.got.length > 0, 3000, 10)
+  await kernel().flush()
+  expect(obs.got).toEqual([subject])
+  obs.sub.unsubscribe()
+}
+
+/** Publishes as a role and shows the kernel received it, with no violation reported. */
+const expectPublishAllowed = async (role: Role, subject: string) => {
+  const obs = await observe(subject)
+  conn(role).publish(subject, encoder.encode(`{"from":"${role}"}`))
+  await conn(role).flush()
+  await eventually(async () => obs.got.length === 1, 3000, 10)
+  expect(violations.get(role)!.filter((v) => v.subject === subject)).toEqual([])
+  obs.sub.unsubscribe()
+}
+
+beforeAll(async () => {
+  const external = process.env["WK_TEST_NATS_URL"]
+  if (external) {
+    servers = natsOptionsFromUrl(external).servers
+  } else {
+    own = await startTestNats()
+    servers = own.servers
+  }
+  // The kernel's own provisioning: streams and buckets, with kernel credentials.
+  await Effect.runPromise(provision().pipe(Effect.provide(layerNats({ servers, ...Roles.kernel, name: "perm-provision" }))))
+  for (const role of Object.keys(Roles) as Array<Role>) {
+    const nc = await connectAs(servers, role)
+    conns.set(role, nc)
+    await watch(role, nc)
+  }
+})
+
+afterAll(async () => {
+  await Promise.all([...conns.values()].map((nc) => nc.close()))
+  await own?.dispose()
+})
+
+describe("agent", () => {
+  it("cannot publish events: refused, and nothing reaches a subscriber or WK_EVENTS", async () => {
+    const subject = Subjects.events(`h_${token()}`)
+    await expectPublishRefused("agent", subject)
+    // The kernel's control publish above was a core publish; JetStream stored it, the agent's not.
+    expect(await storedOn(Streams.events, subject)).toBe(1)
+  })
+
+  it("cannot attest", async () => {
+    await expectPublishRefused("agent", Subjects.attest)
+  })
+
+  it("cannot invoke a tool", async () => {
+    await expectPublishRefused("agent", Subjects.toolInvoke(token()))
+  })
+
+  it("cannot write KV: the facts bucket holds nothing it put", async () => {
+    const key = token()
+    const subject = `$KV.${Buckets.facts}.${key}`
+    conn("agent").publish(subject, encoder.encode(`{"forged":true}`))
+    await conn("agent").flush()
+    await refused("agent", "publish", subject)
+    const kv = await new Kvm(kernel()).open(Buckets.facts)
+    expect(await kv.get(key)).toBeNull()
+    // Control: the kernel's write lands.
+    await kv.put(key, encoder.encode("{}"))
+    expect((await kv.get(key))?.operation).toBe("PUT")
+    await kv.purge(key)
+  })
+
+  it("cannot read WK_EVENTS through the JetStream API", async () => {
+    const jsm = await jetstreamManager(conn("agent"), { timeout: 2000 })
+    await expect(jsm.direct.getMessage(Streams.events, { last_by_subj: Subjects.events("h_x") })).rejects.toSatisfy(permissionDenied)
+  })
+
+  it("cannot subscribe to the event subjects", async () => {
+    const sub = conn("agent").subscribe("wk.v1.events.>")
+    await conn("agent").flush()
+    await refused("agent", "subscription", "wk.v1.events.>")
+    await expect(sub.closed).resolves.toBeInstanceOf(errors.PermissionViolationError)
+  })
+
+  it("can propose, get, cancel and ack", async () => {
+    for (const subject of [Subjects.propose, Subjects.get, Subjects.cancel, Subjects.ack]) await expectPublishAllowed("agent", subject)
+  })
+
+  it("reads its session results from WK_SESSIONS with an ordered consumer", async () => {
+    const session = token()
+    const subject = Subjects.sessionResults(session)
+    await jetstream(kernel()).publish(subject, encoder.encode(JSON.stringify({ held_id: "h_1", session_id: session, delivery_id: "d1" })))
+    const js = jetstream(conn("agent"), { timeout: 3000 })
+    const consumer = await js.consumers.get(Streams.sessions, { filter_subjects: subject })
+    const m = await consumer.next({ expires: 2000 })
+    expect(m?.subject).toBe(subject)
+    expect(m?.json()).toMatchObject({ session_id: session, delivery_id: "d1" })
+    await consumer.delete()
+    expect(violations.get("agent")!.filter((v) => v.subject.includes("WK_SESSIONS"))).toEqual([])
+  })
+
+  // The client library's reader of session results, as the agent role. Regression guard: it must
+  // pass a single filter subject (a `filter_subjects` array needs nats-server >= 2.10, and
+  // Debian bookworm's `apt-get install nats-server` is 2.9.10).
+  it("WitnessClient.result reads a delivery from WK_SESSIONS as the agent role", async () => {
+    const session = token()
+    const delivery = { held_id: `h_${session}`, session_id: session, turn_id: "t", call_id: "c", continuation_ref: null, outcome: "denied", admission: null, result: null, call_digest: "0".repeat(64), delivery_id: "d1" }
+    await jetstream(kernel()).publish(Subjects.sessionResults(session), encoder.encode(JSON.stringify(delivery)))
+    const got = await clientFor(conn("agent"), "agent:alice").result(delivery.held_id, { sessionId: session, ack: false, timeoutMs: 3000 })
+    expect(got).toEqual(delivery)
+  })
+
+  it("subscribes live to its session results", async () => {
+    const subject = Subjects.sessionResults(token())
+    const got: Array<string> = []
+    conn("agent").subscribe(subject, { callback: (_e, m) => got.push(m.string()) })
+    await conn("agent").flush()
+    kernel().publish(subject, encoder.encode("live"))
+    await eventually(async () => got.length === 1, 3000, 10)
+    expect(got).toEqual(["live"])
+  })
+})
+
+describe("auditor", () => {
+  it("cannot publish to any wk subject: events, propose, attest", async () => {
+    const subject = Subjects.events(`h_${token()}`)
+    await expectPublishRefused("auditor", subject)
+    expect(await storedOn(Streams.events, subject)).toBe(1) // only the kernel's control message
+    await expectPublishRefused("auditor", Subjects.propose)
+    await expectPublishRefused("auditor", Subjects.attest)
+    await expectPublishRefused("auditor", Subjects.cancel)
+    await expectPublishRefused("auditor", Subjects.policyApply)
+  })
+
+  it("reads WK_EVENTS with an ordered consumer", async () => {
+    const subject = Subjects.events(`h_${token()}`)
+    const js = jetstream(kernel())
+    for (const i of [1, 2, 3]) await js.publish(subject, encoder.encode(JSON.stringify({ event_id: `e${i}` })), { msgID: `${subject}:${i}` })
+    const consumer = await jetstream(conn("auditor"), { timeout: 3000 }).consumers.get(Streams.events, { filter_subjects: subject })
+    const read: Array<string> = []
+    for (let i = 0; i < 3; i++) {
+      const m = await consumer.next({ expires: 2000 })
+      read.push((m?.json() as { event_id: string }).event_id)
+    }
+    expect(read).toEqual(["e1", "e2", "e3"])
+    await consumer.delete()
+    expect(violations.get("auditor")!.filter((v) => v.subject.includes("WK_EVENTS"))).toEqual([])
+  })
+
+  it("is read-only: cannot purge, delete messages or delete the stream", async () => {
+    const subject = Subjects.events(`h_${token()}`)
+    await jetstream(kernel()).publish(subject, encoder.encode("{}"))
+    const jsm = await jetstreamManager(conn("auditor"), { timeout: 2000 })
+    const seq = (await jsm.streams.getMessage(Streams.events, { last_by_subj: subject }))!.seq
+    await expect(jsm.streams.purge(Streams.events, { filter: subject })).rejects.toSatisfy(permissionDenied)
+    await expect(jsm.streams.deleteMessage(Streams.events, seq)).rejects.toSatisfy(permissionDenied)
+    await expect(jsm.streams.delete(Streams.events)).rejects.toSatisfy(permissionDenied)
+    expect(await storedOn(Streams.events, subject)).toBe(1)
+  })
+
+  it("reads the fact projection but cannot write it", async () => {
+    const key = token()
+    const kernelKv = await new Kvm(kernel()).open(Buckets.facts)
+    await kernelKv.put(key, encoder.encode(`{"v":1}`))
+    const kv = await new Kvm(conn("auditor")).open(Buckets.facts)
+    expect((await kv.get(key))?.json()).toEqual({ v: 1 })
+    await expect(kv.put(key, encoder.encode(`{"v":2}`), { timeout: 2000 })).rejects.toSatisfy(permissionDenied)
+    expect((await kernelKv.get(key))?.json()).toEqual({ v: 1 })
+    await kernelKv.purge(key)
+  })
+})
+
+describe("witness", () => {
+  it("can attest and get", async () => {
+    await expectPublishAllowed("witness", Subjects.attest)
+    await expectPublishAllowed("witness", Subjects.get)
+  })
+
+  it("cannot propose nor publish events", async () => {
+    await expectPublishRefused("witness", Subjects.propose)
+    const subject = Subjects.events(`h_${token()}`)
+    await expectPublishRefused("witness", subject)
+    expect(await storedOn(Streams.events, subject)).toBe(1)
+  })
+
+  it("receives witness requests", async () => {
+    const subject = Subjects.witnessRequests(`h_${token()}`)
+    const got: Array<string> = []
+    conn("witness").subscribe(subject, { callback: (_e, m) => got.push(m.string()) })
+    await conn("witness").flush()
+    kernel().publish(subject, encoder.encode("please"))
+    await eventually(async () => got.length === 1, 3000, 10)
+  })
+})
+
+describe("tool service", () => {
+  it("serves wk.v1.tools.> and answers the kernel's requests", async () => {
+    const tool = token()
+    const sub = conn("tool").subscribe("wk.v1.tools.>", { callback: (_e, m) => m.respond(encoder.encode(JSON.stringify({ ok: true, result: { subject: m.subject } }))) })
+    await conn("tool").flush()
+    const reply = await kernel().request(Subjects.toolInvoke(tool), encoder.encode("{}"), { timeout: 3000 })
+    expect(reply.json()).toEqual({ ok: true, result: { subject: Subjects.toolInvoke(tool) } })
+    sub.unsubscribe()
+  })
+
+  it("cannot publish events", async () => {
+    const subject = Subjects.events(`h_${token()}`)
+    await expectPublishRefused("tool", subject)
+    expect(await storedOn(Streams.events, subject)).toBe(1)
+  })
+
+  it("cannot subscribe to event subjects", async () => {
+    conn("tool").subscribe("wk.v1.events.>")
+    await conn("tool").flush()
+    await refused("tool", "subscription", "wk.v1.events.>")
+  })
+})
+
+describe("kernel", () => {
+  it("can do everything: events, attest, tools, KV, session results", async () => {
+    const subject = Subjects.events(`h_${token()}`)
+    await expectPublishAllowed("kernel", subject)
+    const ack = await jetstream(kernel()).publish(subject, encoder.encode("{}"))
+    expect(ack.stream).toBe(Streams.events)
+    await expectPublishAllowed("kernel", Subjects.attest)
+    await expectPublishAllowed("kernel", Subjects.propose)
+    await expectPublishAllowed("kernel", Subjects.toolInvoke(token()))
+    await expectPublishAllowed("kernel", Subjects.policyApply)
+    const sess = await jetstream(kernel()).publish(Subjects.sessionResults(token()), encoder.encode("{}"))
+    expect(sess.stream).toBe(Streams.sessions)
+    const kv = await new Kvm(kernel()).open(Buckets.leases)
+    const key = token()
+    expect(await kv.create(key, encoder.encode("{}"))).toBeGreaterThan(0)
+    await kv.purge(key)
+    expect(violations.get("kernel")).toEqual([])
+  })
+})
