@@ -54,7 +54,7 @@ const refused = (role: Role, operation: "publish" | "subscription", subject: str
 /** Subscribes as the kernel and counts what arrives. */
 const observe = async (subject: string) => {
   const got: Array<string> = []
-  const sub: Subscription = kernel().subscribe(subject, { callback: (_e, m) => got.push(m.subject) })
+  const sub: Subscription = kernel().subscribe(subject, { callback: (_e, m) => { got.push(m.subject) } })
   await kernel().flush()
   return { got, sub }
 }
@@ -189,7 +189,7 @@ describe("agent", () => {
   it("subscribes live to its session results", async () => {
     const subject = Subjects.sessionResults(token())
     const got: Array<string> = []
-    conn("agent").subscribe(subject, { callback: (_e, m) => got.push(m.string()) })
+    conn("agent").subscribe(subject, { callback: (_e, m) => { got.push(m.string()) } })
     await conn("agent").flush()
     kernel().publish(subject, encoder.encode("live"))
     await eventually(async () => got.length === 1, 3000, 10)
@@ -262,7 +262,7 @@ describe("witness", () => {
   it("receives witness requests", async () => {
     const subject = Subjects.witnessRequests(`h_${token()}`)
     const got: Array<string> = []
-    conn("witness").subscribe(subject, { callback: (_e, m) => got.push(m.string()) })
+    conn("witness").subscribe(subject, { callback: (_e, m) => { got.push(m.string()) } })
     await conn("witness").flush()
     kernel().publish(subject, encoder.encode("please"))
     await eventually(async () => got.length === 1, 3000, 10)
@@ -272,7 +272,7 @@ describe("witness", () => {
 describe("tool service", () => {
   it("serves wk.v1.tools.> and answers the kernel's requests", async () => {
     const tool = token()
-    const sub = conn("tool").subscribe("wk.v1.tools.>", { callback: (_e, m) => m.respond(encoder.encode(JSON.stringify({ ok: true, result: { subject: m.subject } }))) })
+    const sub = conn("tool").subscribe("wk.v1.tools.>", { callback: (_e, m) => { m.respond(encoder.encode(JSON.stringify({ ok: true, result: { subject: m.subject } }))) } })
     await conn("tool").flush()
     const reply = await kernel().request(Subjects.toolInvoke(tool), encoder.encode("{}"), { timeout: 3000 })
     expect(reply.json()).toEqual({ ok: true, result: { subject: Subjects.toolInvoke(tool) } })
