@@ -168,7 +168,7 @@ export class WitnessClient {
     const sessionId = opts.sessionId ?? (await this.get(heldId)).held?.session_id
     if (sessionId === undefined) throw new Error(`unknown held call ${heldId}`)
     const js = jetstream(this.nc)
-    const consumer = await js.consumers.get(Streams.sessions, { filter_subjects: [Subjects.sessionResults(sessionId)], deliver_policy: DeliverPolicy.All })
+    const consumer = await js.consumers.get(Streams.sessions, { filter_subjects: Subjects.sessionResults(sessionId), deliver_policy: DeliverPolicy.All })
     const deadline = Date.now() + (opts.timeoutMs ?? 60_000)
     try {
       while (Date.now() < deadline) {

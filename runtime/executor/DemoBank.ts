@@ -19,6 +19,8 @@ export interface DemoBankOptions {
    * the kernel in the window between effect and record.
    */
   readonly onApplied?: (t: Transfer, idempotencyKey: string) => void | Promise<void>
+  /** Called before a transfer is applied; returning "drop" ignores the request (no effect, no reply). */
+  readonly onRequest?: (idempotencyKey: string) => "drop" | void
 }
 
 /**
@@ -30,6 +32,8 @@ export class DemoBank {
   readonly byKey = new Map<string, Transfer>()
   /** Every time a transfer actually moved money (a repeated key does not count). */
   effects = 0
+  /** How many invoke requests arrived per idempotency key. */
+  readonly invocations = new Map<string, number>()
   private subs: Array<Subscription> = []
 
   constructor(private readonly opts: DemoBankOptions = {}) {}
@@ -74,6 +78,8 @@ export class DemoBank {
             const req = safeJson(m.data)
             const key = typeof req["idempotency_key"] === "string" ? req["idempotency_key"] : ""
             if (key === "") return reply(m, { ok: false, error: "idempotency_key is required" })
+            this.invocations.set(key, (this.invocations.get(key) ?? 0) + 1)
+            if (this.opts.onRequest?.(key) === "drop") return
             const fresh = !this.byKey.has(key)
             const out = this.transfer(key, (req["args"] as Record<string, unknown>) ?? {})
             if (fresh && out.ok) await this.opts.onApplied?.(out.result, key)

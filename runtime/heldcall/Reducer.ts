@@ -91,7 +91,8 @@ const apply = (f: HeldCallFacts, e: HeldEvent): HeldCallFacts => {
     }
     case "policy.epoch_changed":
       if (e.policy_epoch <= f.policy_epoch) return f
-      return { ...f, policy_epoch: e.policy_epoch, readiness: f.readiness === "satisfied" && f.lifecycle === "open" ? "stale" : f.readiness }
+      // Readiness goes stale through the reconciler (a recorded readiness.changed), not implicitly.
+      return { ...f, policy_epoch: e.policy_epoch }
     case "readiness.changed":
       if (e.generation !== f.generation || f.lifecycle !== "open") return f
       return { ...f, readiness: e.readiness }

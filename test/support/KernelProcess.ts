@@ -1,0 +1,64 @@
+import { spawn, type ChildProcess } from "node:child_process"
+import { mkdtempSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { repoRoot } from "../../runtime/cli/Paths.js"
+import type { Profile } from "../../runtime/schema/Profile.js"
+
+export interface KernelProcess {
+  readonly child: ChildProcess
+  readonly pid: number
+  /** SIGKILL: no drain, no finalizers, exactly a crash. */
+  readonly kill: () => Promise<void>
+  /** SIGINT: the clean Ctrl-C path. */
+  readonly stop: () => Promise<void>
+  readonly output: () => string
+}
+
+/** Writes profiles to a temporary directory a kernel process can load. */
+export const profileDir = (profiles: ReadonlyArray<Profile>): string => {
+  const dir = mkdtempSync(join(tmpdir(), "wk-profiles-"))
+  profiles.forEach((p, i) => writeFileSync(join(dir, `${String(i).padStart(2, "0")}-${p.name}.json`), JSON.stringify(p)))
+  return dir
+}
+
+/** Starts `wk kernel` as its own OS process against a NATS server; resolves when it is ready. */
+export const startKernelProcess = async (servers: string, profilesPath: string, env: Record<string, string> = {}): Promise<KernelProcess> => {
+  const child = spawn(process.execPath, ["--import", "tsx", join(repoRoot, "runtime/cli/main.ts"), "kernel", "--profiles", profilesPath], {
+    cwd: repoRoot,
+    env: { ...process.env, NATS_URL: `nats://kernel:kernel-dev@${servers}`, ...env },
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  let out = ""
+  child.stdout!.on("data", (d: Buffer) => (out += d.toString()))
+  child.stderr!.on("data", (d: Buffer) => (out += d.toString()))
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`kernel did not start in 30 s:\n${out}`)), 30_000)
+    const check = () => {
+      if (out.includes("Witness Kernel ready")) {
+        clearTimeout(timer)
+        resolve()
+      }
+    }
+    child.stdout!.on("data", check)
+    child.once("exit", (code) => {
+      clearTimeout(timer)
+      reject(new Error(`kernel exited with ${code}:\n${out}`))
+    })
+  })
+  const exited = new Promise<void>((r) => child.once("exit", () => r()))
+  const gone = () => child.exitCode !== null || child.signalCode !== null
+  return {
+    child,
+    pid: child.pid!,
+    kill: async () => {
+      if (!gone()) child.kill("SIGKILL")
+      await exited
+    },
+    stop: async () => {
+      if (!gone()) child.kill("SIGINT")
+      await exited
+    },
+    output: () => out
+  }
+}
