@@ -1,11 +1,16 @@
 // Hostile plugins, one test each: every one fails closed with a decision naming the plugin and
 // its digest, and the host keeps serving other calls afterwards.
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
 import { Adjudicator } from "../../runtime/policy/Adjudicator.js"
 import type { Decision } from "../../runtime/schema/Events.js"
 import type { PluginPin } from "../../runtime/plugins/PluginPin.js"
-import { Now, pinOf, pipelineLayer, policyWith, proposal } from "./support.js"
+import { Effect, Layer } from "effect"
+import { layerHostEnvMemory } from "../../runtime/plugins/HostEnv.js"
+import { layerPluginHost, PluginHost } from "../../runtime/plugins/PluginHost.js"
+import { layerPluginSourceMemory, type PluginArtifact } from "../../runtime/plugins/PluginSource.js"
+import { layerPluginAdjudicator } from "../../runtime/plugins/Pipeline.js"
+import { generateKey, signManifest } from "../../runtime/plugins/Signing.js"
+import { artifact, devKey, Now, pinOf, pipelineLayer, policyWith, proposal } from "./support.js"
 
 const spendLimit = pinOf("spend-limit", { config: { rules: { "payments.transfer": { amount_field: "amount", witness_above: 100, deny_above: 1000 } } } })
 
@@ -108,5 +113,74 @@ describe("hostile plugins fail closed", () => {
       expect(r.contract).toBeDefined()
       expect(faultOf(r.decisions, pin).fallback).toBe("REQUIRE_WITNESS")
     }).pipe(Effect.provide(pipelineLayer()))
+  )
+})
+
+// Refusals at load time: the store serves bytes or manifests that do not match the pin.
+
+const withStore = (entries: ReadonlyArray<PluginArtifact & { readonly sha256?: string }>) =>
+  layerPluginAdjudicator.pipe(
+    Layer.provideMerge(Layer.mergeAll(layerPluginHost.pipe(Layer.provide(layerPluginSourceMemory([...entries, artifact("spend-limit")]))), layerHostEnvMemory()))
+  )
+
+const good = artifact("fixtures/fixed-verdict")
+const allowPin = pinOf("fixtures/fixed-verdict", { config: { verdict: "ALLOW" } })
+
+const refusedWith = (problem: string) =>
+  Effect.gen(function* () {
+    const r = yield* runHostile(allowPin)
+    expectFailClosed(r, allowPin, "load")
+    expect(String(faultOf(r.first.decisions, allowPin).message)).toContain(problem)
+    const host = yield* PluginHost
+    const err = yield* Effect.flip(host.load(allowPin))
+    expect(err._tag).toBe("PluginLoadError")
+    expect(err.plugin).toBe("fixed-verdict@1.0.0")
+    expect(err.problem).toBe(problem)
+    return err
+  })
+
+describe("plugins that must not load", () => {
+  it.scoped("one tampered byte: the digest no longer matches the pin", () =>
+    Effect.gen(function* () {
+      const err = yield* refusedWith("digest_mismatch")
+      expect(err.message).toMatch(/fixed-verdict@1.0.0 .* refused to load: digest_mismatch/)
+    }).pipe(
+      Effect.provide(
+        withStore([
+          {
+            sha256: good.manifest!.manifest.sha256,
+            bytes: (() => {
+              const b = new Uint8Array(good.bytes)
+              b[b.length - 10] = b[b.length - 10]! ^ 0x01
+              return b
+            })(),
+            manifest: good.manifest
+          }
+        ])
+      )
+    )
+  )
+
+  it.scoped("unsigned: no signature on the manifest", () =>
+    refusedWith("unsigned").pipe(Effect.provide(withStore([{ bytes: good.bytes, manifest: { manifest: good.manifest!.manifest } }])))
+  )
+
+  it.scoped("signed by a key the profile does not pin", () =>
+    Effect.gen(function* () {
+      const err = yield* refusedWith("unknown_signer")
+      expect(err.detail).toContain(devKey.public_key)
+    }).pipe(Effect.provide(withStore([{ bytes: good.bytes, manifest: signManifest(good.manifest!.manifest, generateKey()) }])))
+  )
+
+  it.scoped("a signature that does not verify (manifest edited after signing)", () =>
+    refusedWith("bad_signature").pipe(
+      Effect.provide(withStore([{ bytes: good.bytes, manifest: { ...good.manifest!, manifest: { ...good.manifest!.manifest, stages: ["adjudicate", "admit"] } } }]))
+    )
+  )
+
+  it.scoped("a manifest signed for other wasm bytes", () =>
+    refusedWith("manifest_mismatch").pipe(
+      Effect.provide(withStore([{ bytes: good.bytes, manifest: signManifest({ ...good.manifest!.manifest, sha256: "0".repeat(64) }, devKey) }]))
+    )
   )
 })
