@@ -9,6 +9,7 @@ import { layerAdmitAll } from "./policy/Admission.js"
 import { layerDriver } from "./loops/Driver.js"
 import { runController } from "./loops/Controller.js"
 import { serveProtocol } from "./protocol/Service.js"
+import { serveStatus } from "./protocol/Status.js"
 import type { Profile } from "./schema/Profile.js"
 import type { Adjudicator } from "./policy/Adjudicator.js"
 import type { Admission } from "./policy/Admission.js"
@@ -40,6 +41,7 @@ export const layerKernel = (opts: KernelOptions) => {
 /** Serves the protocol and runs the controller until the scope closes. */
 export const runKernel = Effect.gen(function* () {
   yield* serveProtocol
+  yield* serveStatus
   yield* runController()
   const { owner } = yield* KernelConfig
   const { nc } = yield* Nats

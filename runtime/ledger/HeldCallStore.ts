@@ -8,6 +8,9 @@ import { type AppendConflict, type LedgerError } from "./LedgerError.js"
 import { Nats } from "./Nats.js"
 import { readProjection, writeProjection } from "./Projection.js"
 
+/** How current a load must be: caught up with the stream, any cached view, or at least a sequence. */
+export type Freshness = "fresh" | "cached" | number
+
 /** Facts of one held call together with the projection revision they came from. */
 export interface Loaded {
   readonly facts: HeldCallFacts
@@ -21,8 +24,13 @@ export interface Loaded {
 export class HeldCallStore extends Context.Tag("wk/HeldCallStore")<
   HeldCallStore,
   {
-    /** Facts as projected, caught up with the stream (null: no such call). */
-    readonly load: (heldId: string) => Effect.Effect<Loaded | null, LedgerError>
+    /**
+     * Facts of a held call (null: no such call). `fresh` (the default) catches up with the
+     * stream; `cached` may answer from this process's recent view, which is safe for writers
+     * because every append is CAS'd and a conflict drops the cached view; a number answers
+     * from the cache only if it has folded at least that stream sequence.
+     */
+    readonly load: (heldId: string, freshness?: Freshness) => Effect.Effect<Loaded | null, LedgerError>
     /** Facts folded from the stream alone, ignoring the projection. */
     readonly replay: (heldId: string) => Effect.Effect<HeldCallFacts | null, LedgerError>
     /** Appends events in order on top of `loaded`; returns the new facts (projected). */
@@ -33,7 +41,7 @@ export class HeldCallStore extends Context.Tag("wk/HeldCallStore")<
 >() {}
 
 /** How many held calls' facts one process keeps warm (memory stays flat however many are parked). */
-const CacheSize = 10_000
+const CacheSize = 2_000
 
 export const makeHeldCallStore = Effect.gen(function* () {
   const nats = yield* Nats
@@ -49,9 +57,10 @@ export const makeHeldCallStore = Effect.gen(function* () {
     return l
   }
 
-  const load = (heldId: string) =>
+  const load = (heldId: string, freshness: Freshness = "fresh") =>
     Effect.gen(function* () {
       const cached = recent.get(heldId)
+      if (cached !== undefined && (freshness === "cached" || (typeof freshness === "number" && cached.facts.last_seq >= freshness))) return cached
       const projected = cached ?? (yield* readProjection(heldId))
       const base = projected?.facts ?? initialFacts(heldId)
       const newer = yield* readEventsAfter(heldId, base.last_seq)

@@ -59,7 +59,7 @@ export const runController = (opts: { readonly concurrency?: number; readonly ac
         const quiet = driver.quiescentAt(heldId)
         if (quiet !== undefined && msg.seq <= quiet) return msg.ack()
         const keepAlive = setInterval(() => msg.working(), Math.max(500, ackWaitMs / 2))
-        const r = yield* driver.drive(heldId).pipe(Effect.either, Effect.ensuring(Effect.sync(() => clearInterval(keepAlive))))
+        const r = yield* driver.drive(heldId, msg.seq).pipe(Effect.either, Effect.ensuring(Effect.sync(() => clearInterval(keepAlive))))
         if (r._tag === "Left") return msg.nak(1000)
         const { facts, requeueMs } = r.right
         if (requeueMs !== null && (facts === null || msg.seq >= facts.last_seq)) return msg.nak(requeueMs)

@@ -1,6 +1,6 @@
 import { Context, Effect, Layer } from "effect"
 import { Nats } from "../ledger/Nats.js"
-import { HeldCallStore, type Loaded } from "../ledger/HeldCallStore.js"
+import { HeldCallStore, type Freshness, type Loaded } from "../ledger/HeldCallStore.js"
 import type { AppendConflict, LedgerError } from "../ledger/LedgerError.js"
 import { PolicyStore } from "../policy/PolicyStore.js"
 import { Adjudicator } from "../policy/Adjudicator.js"
@@ -34,7 +34,8 @@ const MaxRounds = 32
 export class Driver extends Context.Tag("wk/Driver")<
   Driver,
   {
-    readonly drive: (heldId: string) => Effect.Effect<Driven, LedgerError>
+    /** `freshness` applies to the first read; later rounds read this process's own appends. */
+    readonly drive: (heldId: string, freshness?: Freshness) => Effect.Effect<Driven, LedgerError>
     /** Last stream sequence at which a call was seen quiescent by this process (controller fast path). */
     readonly quiescentAt: (heldId: string) => number | undefined
   }
@@ -50,7 +51,7 @@ export const makeDriver = Effect.gen(function* () {
   const remember = (heldId: string, seq: number) => {
     quiet.delete(heldId)
     quiet.set(heldId, seq)
-    if (quiet.size > 10_000) quiet.delete(quiet.keys().next().value!)
+    if (quiet.size > 2_000) quiet.delete(quiet.keys().next().value!)
   }
 
   const contextFor = (policy: ActivePolicy): ReconcileContext => ({
@@ -84,13 +85,13 @@ export const makeDriver = Effect.gen(function* () {
       if (before.outcome === null && after.outcome !== null && after.held) await open.delete(after.held_id)
     }).pipe(Effect.ignore)
 
-  const drive = (heldId: string) =>
+  const drive = (heldId: string, freshness: Freshness = "fresh") =>
     store.serialized(
       heldId,
       Effect.gen(function* () {
         let last: HeldCallFacts | null = null
         for (let round = 0; round < MaxRounds; round++) {
-          const loaded = yield* store.load(heldId)
+          const loaded = yield* store.load(heldId, round === 0 ? freshness : "cached")
           if (loaded === null) return { facts: null, requeueMs: null }
           last = loaded.facts
           let policy = yield* policies.current
@@ -112,7 +113,7 @@ export const makeDriver = Effect.gen(function* () {
           )
           if (result._tag === "Requeue") return { facts: loaded.facts, requeueMs: result.afterMs }
           if (action.kind === "adjudicate") {
-            const after = yield* store.load(heldId)
+            const after = yield* store.load(heldId, "cached")
             if (after !== null) yield* index(loaded.facts, after.facts)
           }
         }

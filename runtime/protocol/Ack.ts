@@ -16,7 +16,7 @@ export const ack = (data: Uint8Array) =>
       p.held_id,
       Effect.gen(function* () {
         for (let attempt = 0; attempt < 16; attempt++) {
-          const loaded = yield* store.load(p.held_id)
+          const loaded = yield* store.load(p.held_id, "cached")
           if (loaded === null || loaded.facts.spec === null) return notFound(p.held_id)
           const f = loaded.facts
           if (p.principal !== f.spec!.principal) return forbidden(`only '${f.spec!.principal}' acknowledges this call's delivery`)

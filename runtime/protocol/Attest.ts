@@ -63,7 +63,7 @@ export const attest = (data: Uint8Array) =>
       p.held_id,
       Effect.gen(function* () {
         for (let attempt = 0; attempt < 16; attempt++) {
-          const loaded = yield* store.load(p.held_id)
+          const loaded = yield* store.load(p.held_id, "cached")
           if (loaded === null || loaded.facts.spec === null) return notFound(p.held_id)
           const f = loaded.facts
           if (f.seen.includes(acceptedId)) return replyFor({ disposition: "accepted" }, true)

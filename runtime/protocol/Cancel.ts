@@ -17,7 +17,7 @@ export const cancel = (data: Uint8Array) =>
       p.held_id,
       Effect.gen(function* () {
         for (let attempt = 0; attempt < 16; attempt++) {
-          const loaded = yield* store.load(p.held_id)
+          const loaded = yield* store.load(p.held_id, "cached")
           if (loaded === null || loaded.facts.spec === null) return notFound(p.held_id)
           const f = loaded.facts
           if (p.principal !== f.spec!.principal && !policy.admins.has(p.principal)) {

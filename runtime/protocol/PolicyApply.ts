@@ -49,7 +49,7 @@ export const announceEpoch = (epoch: number) =>
             heldId,
             Effect.gen(function* () {
               for (let attempt = 0; attempt < 16; attempt++) {
-                const loaded = yield* store.load(heldId)
+                const loaded = yield* store.load(heldId, "cached")
                 if (loaded === null || loaded.facts.lifecycle !== "open" || loaded.facts.policy_epoch >= epoch) return
                 const event = eventOf<typeof PolicyEpochChanged.Type>({
                   held_id: heldId,

@@ -38,7 +38,7 @@ const record = (heldId: string, req: Signed<ProposePayload>) =>
       heldId,
       Effect.gen(function* () {
         for (let attempt = 0; attempt < 16; attempt++) {
-          const loaded: Loaded = (yield* store.load(heldId)) ?? { facts: initialFacts(heldId), revision: 0 }
+          const loaded: Loaded = (yield* store.load(heldId, "cached")) ?? { facts: initialFacts(heldId), revision: 0 }
           const f = loaded.facts
           if (f.spec !== null && f.spec.call_digest === digest) return "ok" as const
           if (f.spec !== null && !beforeDispatch(f)) {

@@ -31,8 +31,16 @@ export const ed25519Verify = (message: Uint8Array, signature: Uint8Array, rawPub
   }
 }
 
+const privateKeys = new Map<string, KeyObject>()
+
 /** Ed25519 detached signature from a tweetnacl-style 64-byte secret key (seed || public key). */
 export const ed25519Sign = (message: Uint8Array, secretKey: Uint8Array): Uint8Array => {
-  const key = createPrivateKey({ key: Buffer.concat([Pkcs8Prefix, secretKey.subarray(0, 32)]), format: "der", type: "pkcs8" })
+  const id = Buffer.from(secretKey.subarray(32)).toString("base64")
+  let key = privateKeys.get(id)
+  if (key === undefined) {
+    key = createPrivateKey({ key: Buffer.concat([Pkcs8Prefix, secretKey.subarray(0, 32)]), format: "der", type: "pkcs8" })
+    if (privateKeys.size > 256) privateKeys.clear()
+    privateKeys.set(id, key)
+  }
   return new Uint8Array(sign(null, message, key))
 }

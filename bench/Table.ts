@@ -1,0 +1,55 @@
+/** One benchmark figure next to the floor it is judged against, measured in the same run. */
+export interface Row {
+  readonly figure: string
+  readonly value: number
+  readonly floor: number
+  readonly ratio: number
+  readonly unit: string
+  readonly target?: string
+}
+
+export const row = (figure: string, value: number, floor: number, unit: string, target?: string): Row => ({
+  figure,
+  value: round(value),
+  floor: round(floor),
+  ratio: floor === 0 ? 0 : round(value / floor),
+  unit,
+  ...(target ? { target } : {})
+})
+
+const round = (x: number) => Math.round(x * 1000) / 1000
+
+/** Prints rows as a fixed-width table. */
+export const printTable = (rows: ReadonlyArray<Row>) => {
+  const head = ["figure", "value", "floor", "ratio", "unit", "target"]
+  const cells = rows.map((r) => [r.figure, String(r.value), String(r.floor), String(r.ratio), r.unit, r.target ?? ""])
+  const widths = head.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)))
+  const line = (c: ReadonlyArray<string>) => c.map((x, i) => x.padEnd(widths[i]!)).join("  ")
+  console.log(line(head))
+  console.log(widths.map((w) => "-".repeat(w)).join("  "))
+  for (const c of cells) console.log(line(c))
+}
+
+export const median = (xs: ReadonlyArray<number>) => {
+  const s = [...xs].sort((a, b) => a - b)
+  return s.length === 0 ? 0 : s[Math.floor(s.length / 2)]!
+}
+
+export const percentile = (xs: ReadonlyArray<number>, p: number) => {
+  const s = [...xs].sort((a, b) => a - b)
+  return s.length === 0 ? 0 : s[Math.min(s.length - 1, Math.floor(s.length * p))]!
+}
+
+/** A progress line on stderr, at most once a second. */
+export const progress = (label: string) => {
+  let last = 0
+  const t0 = Date.now()
+  return (done: number, total: number) => {
+    const now = Date.now()
+    if (now - last < 1000 && done < total) return
+    last = now
+    const rate = done / Math.max(0.001, (now - t0) / 1000)
+    const eta = rate > 0 ? Math.round((total - done) / rate) : 0
+    process.stderr.write(`${label}: ${done}/${total} (${Math.round(rate)}/s, ETA ${eta}s)\n`)
+  }
+}

@@ -1,0 +1,34 @@
+import { Effect } from "effect"
+import { Nats } from "../ledger/Nats.js"
+import { KernelConfig } from "../KernelConfig.js"
+import { PolicyStore } from "../policy/PolicyStore.js"
+
+/** `wk.v1.admin.status`: every kernel process answers (no queue group) with its own figures. */
+export const StatusSubject = "wk.v1.admin.status"
+
+export const serveStatus = Effect.gen(function* () {
+  const { nc } = yield* Nats
+  const { owner } = yield* KernelConfig
+  const policies = yield* PolicyStore
+  const started = Date.now()
+  const sub = nc.subscribe(StatusSubject, {
+    callback: (_e, m) => {
+      void Effect.runPromise(policies.current).then((policy) => {
+        // With --expose-gc, collect first so resident memory reflects live data, not garbage.
+        const gc = (globalThis as { gc?: () => void }).gc
+        if (gc !== undefined && m.data.length > 0 && new TextDecoder().decode(m.data).includes("gc")) gc()
+        const mem = process.memoryUsage()
+        m.respond(
+          JSON.stringify({
+            owner,
+            pid: process.pid,
+            uptime_ms: Date.now() - started,
+            policy_epoch: policy.epoch,
+            memory: { rss: mem.rss, heap_used: mem.heapUsed, heap_total: mem.heapTotal, external: mem.external }
+          })
+        )
+      })
+    }
+  })
+  yield* Effect.addFinalizer(() => Effect.sync(() => sub.unsubscribe()))
+})
