@@ -1,0 +1,169 @@
+import type { HeldEvent, SequencedEvent, EventOf } from "../../runtime/schema/Events.js"
+import type { HeldCallFacts } from "../../runtime/schema/Facts.js"
+import type { WitnessContract } from "../../runtime/schema/WitnessContract.js"
+import type { ReconcileContext } from "../../runtime/heldcall/Reconciler.js"
+import { reduce } from "../../runtime/heldcall/Reducer.js"
+import { callDigest, contractDigest, sha256Hex } from "../../runtime/schema/Canonical.js"
+
+/**
+ * Event builders for the pure reducer and reconciler specs (given / when / then). Time is a
+ * fixed origin plus offsets, so nothing depends on the clock.
+ */
+
+export const HeldId = "h_" + "a".repeat(32)
+export const T0 = Date.parse("2026-01-01T00:00:00.000Z")
+/** ISO time `ms` after the origin. */
+export const at = (ms: number): string => new Date(T0 + ms).toISOString()
+
+export const Proposer = "agent:alice"
+export const Registry: Record<string, ReadonlyArray<string>> = {
+  "agent:alice": ["agent"],
+  "agent:bob": ["agent"],
+  "user:carol": ["human"],
+  "user:dave": ["human"],
+  "user:erin": ["human"],
+  "compliance:zoe": ["compliance"],
+  "svc:fraud": ["fraud"]
+}
+
+export const argsOf = (generation: number) => ({ from: "acct-a", to: "acct-b", amount: 1000 + generation * 500 })
+export const digestOf = (generation: number) => callDigest("money_transfer", argsOf(generation))
+
+export const HumanContract: WitnessContract = { rule: { class: "human" }, veto: ["compliance"] }
+export const digestOfContract = (c: WitnessContract) => contractDigest(c)
+
+const dummyEnvelope = (payload: Record<string, unknown>) => ({ payload: payload as never, key: "AAAA", sig: "AAAA" })
+
+export const proposed = (generation = 1, opts: { ttlMs?: number; createdMs?: number } = {}): EventOf<"call.proposed"> => ({
+  type: "call.proposed",
+  event_id: `call.proposed:${HeldId}:g${generation}`,
+  held_id: HeldId,
+  generation,
+  at: at(opts.createdMs ?? 0),
+  principal: Proposer,
+  session_id: "s1",
+  turn_id: "t1",
+  call_id: "c1",
+  tool: "money_transfer",
+  args: argsOf(generation),
+  call_digest: digestOf(generation),
+  idempotency_key: `${HeldId}:g${generation}`,
+  created_at: at(opts.createdMs ?? 0),
+  expires_at: at((opts.createdMs ?? 0) + (opts.ttlMs ?? 3_600_000))
+})
+
+export const adjudicated = (
+  generation = 1,
+  opts: { verdict?: "ALLOW" | "REQUIRE_WITNESS" | "DENY"; policyEpoch?: number; contract?: WitnessContract | null } = {}
+): EventOf<"call.adjudicated"> => {
+  const verdict = opts.verdict ?? "REQUIRE_WITNESS"
+  const contract = opts.contract === undefined ? (verdict === "REQUIRE_WITNESS" ? HumanContract : null) : opts.contract
+  const epoch = opts.policyEpoch ?? 1
+  return {
+    type: "call.adjudicated",
+    event_id: `call.adjudicated:${HeldId}:g${generation}:e${epoch}`,
+    held_id: HeldId,
+    generation,
+    at: at(1),
+    verdict,
+    reasons: verdict === "ALLOW" ? [] : [{ by: "rule:money_transfer", reason: "over the threshold" }],
+    policy_epoch: epoch,
+    ...(contract ? { witness_contract: contract, contract_digest: contractDigest(contract) } : {}),
+    decisions: []
+  }
+}
+
+export const held = (generation = 1, contract: WitnessContract = HumanContract): EventOf<"call.held"> => ({
+  type: "call.held",
+  event_id: `call.held:${HeldId}:g${generation}:${contractDigest(contract)}`,
+  held_id: HeldId,
+  generation,
+  at: at(2),
+  witness_request: { contract, contract_digest: contractDigest(contract), presentation: {} },
+  expires_at: at(3_600_000)
+})
+
+export interface Statement {
+  readonly witness: string
+  readonly class?: string
+  readonly decision: "approve" | "reject" | "revoke" | "evidence"
+  /** ms after the origin, or an exact ISO string. */
+  readonly issued: number | string
+  readonly expiresMs?: number
+  readonly generation?: number
+  readonly contract?: WitnessContract
+  /** Recorded as rejected (stale / invalid) instead of accepted. */
+  readonly rejected?: "stale" | "invalid"
+  /** Distinguishes otherwise equal statements (the attestation digest). */
+  readonly nonce?: string
+}
+
+/** One attestation event (accepted or rejected) for a statement. */
+export const attestation = (s: Statement): EventOf<"attestation.accepted"> | EventOf<"attestation.rejected"> => {
+  const generation = s.generation ?? 1
+  const contract = s.contract ?? HumanContract
+  const issued_at = typeof s.issued === "string" ? s.issued : at(s.issued)
+  const expires_at = at(s.expiresMs ?? 600_000)
+  const nonce = s.nonce ?? `${s.witness}|${s.class ?? ""}|${s.decision}|${issued_at}|${s.expiresMs ?? ""}|g${generation}|${contractDigest(contract)}|${s.rejected ?? ""}`
+  const digest = sha256Hex(nonce)
+  const klass = s.class ?? Registry[s.witness]?.[0] ?? "unknown"
+  const payload = { op: "attest", principal: s.witness, class: klass, held_id: HeldId, generation, call_digest: digestOf(generation), contract_digest: contractDigest(contract), decision: s.decision, issued_at, expires_at, nonce }
+  if (s.rejected !== undefined) {
+    return {
+      type: "attestation.rejected",
+      event_id: `attestation.rejected:${HeldId}:${digest}`,
+      held_id: HeldId,
+      generation,
+      at: issued_at,
+      witness: s.witness,
+      class: klass,
+      disposition: s.rejected,
+      reason: `${s.rejected} for the test`,
+      attestation_digest: digest,
+      envelope: dummyEnvelope(payload)
+    }
+  }
+  return {
+    type: "attestation.accepted",
+    event_id: `attestation.accepted:${HeldId}:${digest}`,
+    held_id: HeldId,
+    generation,
+    at: issued_at,
+    witness: s.witness,
+    class: klass,
+    decision: s.decision,
+    attestation_digest: digest,
+    call_digest: digestOf(generation),
+    contract_digest: contractDigest(contract),
+    issued_at,
+    expires_at,
+    nonce,
+    envelope: dummyEnvelope(payload)
+  }
+}
+
+export const epochChanged = (policyEpoch: number): EventOf<"policy.epoch_changed"> => ({
+  type: "policy.epoch_changed",
+  event_id: `policy.epoch_changed:${HeldId}:${policyEpoch}`,
+  held_id: HeldId,
+  generation: 0,
+  at: at(10),
+  policy_epoch: policyEpoch
+})
+
+/** Gives events consecutive stream sequences from `from`. */
+export const sequenced = (events: ReadonlyArray<HeldEvent>, from = 1): Array<SequencedEvent> => events.map((event, i) => ({ seq: from + i, event }))
+
+/** given(events): the facts after folding them in order. */
+export const given = (...events: ReadonlyArray<HeldEvent>): HeldCallFacts => reduce(HeldId, sequenced(events))
+
+/** Folds more events on top of facts, continuing the sequence. */
+export const fold = (facts: HeldCallFacts, ...events: ReadonlyArray<HeldEvent>): HeldCallFacts => reduce(HeldId, sequenced(events, facts.last_seq + 1), facts)
+
+/** A reconcile context at `nowMs` after the origin. */
+export const ctxAt = (nowMs: number, policyEpoch = 1, extra: Partial<ReconcileContext> = {}): ReconcileContext => ({
+  now: T0 + nowMs,
+  policyEpoch,
+  classesOf: (p) => Registry[p] ?? [],
+  ...extra
+})
