@@ -1,6 +1,8 @@
 import { Effect } from "effect"
 import type { Loaded } from "../ledger/HeldCallStore.js"
 import { HeldCallStore } from "../ledger/HeldCallStore.js"
+import { Nats } from "../ledger/Nats.js"
+import { Subjects } from "../schema/Subjects.js"
 import { Adjudicator, type Adjudication } from "../policy/Adjudicator.js"
 import { isGranted, type ActivePolicy } from "../policy/ActivePolicy.js"
 import { DefaultContract } from "../policy/RuleAdjudicator.js"
@@ -73,6 +75,12 @@ export const adjudicate = (loaded: Loaded, policy: ActivePolicy) =>
       events.push(eventOf<typeof CallDenied.Type>({ ...base, type: "call.denied", event_id: `call.denied:${f.held_id}:g${f.generation}`, reasons: a.reasons }))
     }
     yield* store.append(loaded, events)
+    const held = events.find((e): e is typeof CallHeld.Type => e.type === "call.held")
+    if (held !== undefined) {
+      // Witness routes listen here; the request is a notification, the held call is the truth.
+      const { nc } = yield* Nats
+      yield* Effect.sync(() => nc.publish(Subjects.witnessRequests(f.held_id), JSON.stringify({ held_id: f.held_id, generation: f.generation, expires_at: held.expires_at, witness_request: held.witness_request })))
+    }
     return progress
   })
 

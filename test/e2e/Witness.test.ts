@@ -82,7 +82,12 @@ afterAll(async () => {
 
 describe("REQUIRE_WITNESS end to end", () => {
   it("a transfer over the threshold returns 202; a second principal's bound approval releases it; it executes once", async () => {
+    const requests: Array<{ held_id: string }> = []
+    const sub = witnessConn.subscribe("wk.v1.witness.requests.>", { callback: (_e, m) => void requests.push(m.json()) })
+    await witnessConn.flush()
     const h = await held(transfer(5000))
+    await eventually(async () => requests.some((r) => r.held_id === h.held_id))
+    sub.unsubscribe()
     const effects = bank.effects
     expect(await carol.attest({ ...bindingOf(h), class: "human", decision: "approve" })).toEqual({ status: 202, disposition: "accepted" })
     const f = await eventually(async () => {
@@ -270,8 +275,9 @@ describe("REQUIRE_WITNESS end to end", () => {
     // Nobody listens or acknowledges: the kernel republishes with backoff (1 s, 2 s, ...).
     await eventually(async () => ((await facts(h.held_id))["continuation_delivery"] === "delivered" ? true : undefined))
     await eventually(async () => (await eventsOf(kernelConn, h.held_id)).filter((e) => e.type === "delivery.published").length >= 2, 8000)
-    // The agent comes back: it reads the stream, gets the result, acknowledges.
-    const d = await alice.result(h.held_id)
+    // The agent comes back as a new process (a new connection): it reads the stream, gets the result, acknowledges.
+    const back = await connectAs(nats.servers, "agent")
+    const d = await clientFor(back, "agent:alice").result(h.held_id).finally(() => back.close())
     expect(d).toMatchObject({ outcome: "completed", admission: "admitted", result: { amount: 9300 } })
     await eventually(async () => (await facts(h.held_id))["continuation_delivery"] === "acknowledged")
     const events = await eventsOf(kernelConn, h.held_id)
