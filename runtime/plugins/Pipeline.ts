@@ -19,6 +19,18 @@ export const MaxTransformDepth = 4
 
 /** Every pin in the policy granted `stage`, deduplicated, in (precedence, name, version, digest) order. */
 export const pinsFor = (policy: ActivePolicy, stage: Stage): ReadonlyArray<PluginPin> => {
+  let perStage = pinCache.get(policy)
+  if (perStage === undefined) pinCache.set(policy, (perStage = new Map()))
+  const hit = perStage.get(stage)
+  if (hit !== undefined) return hit
+  const pins = computePins(policy, stage)
+  perStage.set(stage, pins)
+  return pins
+}
+// An ActivePolicy is immutable: its ordered pins per stage are computed once.
+const pinCache = new WeakMap<ActivePolicy, Map<Stage, ReadonlyArray<PluginPin>>>()
+
+const computePins = (policy: ActivePolicy, stage: Stage): ReadonlyArray<PluginPin> => {
   const byKey = new Map<string, PluginPin>()
   for (const profile of policy.profiles) for (const pin of profile.plugins ?? []) if (pin.stages.includes(stage)) byKey.set(canonicalize(pin), pin)
   return [...byKey.values()].sort((a, b) => {

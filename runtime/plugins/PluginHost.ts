@@ -123,10 +123,17 @@ export const makePluginHost = Effect.gen(function* () {
       return { pin, label: pinLabel(pin), digest: pin.sha256, manifest, runner }
     })
 
+  // Pins are immutable values from the decoded profile: resolve each one once.
+  const resolved = new WeakMap<PluginPin, { readonly pin: ResolvedPin; readonly key: string }>()
   const load = (raw: PluginPin): Effect.Effect<LoadedPlugin, PluginLoadError> =>
     Effect.suspend(() => {
-      const pin = resolvePin(raw)
-      const key = identityKey(pin)
+      let r = resolved.get(raw)
+      if (r === undefined) {
+        const p = resolvePin(raw)
+        r = { pin: p, key: identityKey(p) }
+        resolved.set(raw, r)
+      }
+      const { pin, key } = r
       const pending = loads.get(key)
       // Limits and config that are per call come from this pin, not from whichever pin loaded first.
       const withPin = (p: LoadedPlugin): LoadedPlugin => ({ ...p, pin })
@@ -155,9 +162,10 @@ export const makePluginHost = Effect.gen(function* () {
         hostValues.push("value" in r ? { fn, arg, value: r.value } : { fn, arg, fault: r.fault })
         return r
       }
-      return Effect.promise(() => plugin.runner.call(stage, bytes, plugin.pin.timeout_ms, recording)).pipe(
-        Effect.map((raw): Invocation => ({ input, inputDigest: sha256Hex(bytes), raw, hostValues }))
-      )
+      const pending = plugin.runner.call(stage, bytes, plugin.pin.timeout_ms, recording)
+      // Hashed while the plugin runs on its own thread.
+      const inputDigest = sha256Hex(bytes)
+      return Effect.promise(() => pending).pipe(Effect.map((raw): Invocation => ({ input, inputDigest, raw, hostValues })))
     })
 
   return PluginHost.of({ load, invoke })
