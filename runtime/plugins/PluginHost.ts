@@ -72,6 +72,8 @@ export const checkArtifact = (pin: ResolvedPin, artifact: PluginArtifact): Eithe
   }
   for (const c of pin.capabilities.counters ?? []) if (!(requested.counters ?? []).includes(c)) return fail("capability_not_requested", `the profile grants counter '${c}', which the manifest does not request`)
   if (EgressRank[m.egress] > EgressRank[pin.egress]) return fail("egress_exceeds", `the manifest declares egress '${m.egress}', the profile allows '${pin.egress}'`)
+  // Log lines carry whatever the plugin saw (tool results included) into kernel logs.
+  if (pin.capabilities.host_functions.includes("log") && EgressRank[m.egress] < EgressRank.kernel) return fail("egress_exceeds", "the 'log' capability lets data leave the plugin: its manifest must declare egress 'kernel' or wider")
   return Either.right(m)
 }
 

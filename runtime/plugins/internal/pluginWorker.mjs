@@ -127,8 +127,8 @@ const loop = async () => {
     }
     if (s !== CALL) {
       // A blocking wait wakes much faster than waitAsync (no trip through the event loop); the
-      // timeout lets queued tasks run now and then. This thread has nothing else to do.
-      Atomics.wait(ctrl, 0, s, 20)
+      // timeout lets queued tasks run now and then; terminate() interrupts the wait.
+      Atomics.wait(ctrl, 0, s, 500)
       await null
       continue
     }
