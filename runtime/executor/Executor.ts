@@ -11,8 +11,8 @@ import { invokeTool, readbackTool } from "./ToolClient.js"
 const leaseKey = (heldId: string) => `effect.${heldId}`
 
 /**
- * Runs `body` holding the effect lease of a held call; when another live worker holds it,
- * asks to come back when that lease ends. The lease is released however `body` ends.
+ * Runs `body` holding the KV recovery lease of a held call, so two workers never resolve the
+ * same lost dispatch at once; when another live worker holds it, comes back when it ends.
  */
 const withEffectLease = <E, R>(heldId: string, body: Effect.Effect<ActionResult, E, R>) =>
   Effect.gen(function* () {
@@ -23,31 +23,28 @@ const withEffectLease = <E, R>(heldId: string, body: Effect.Effect<ActionResult,
   })
 
 /**
- * The `execute` action (invariant 2): under the effect lease, re-read the facts, revalidate
- * that dispatch is allowed now, record the dispatch, call the tool with the idempotency key,
- * and record its outcome. A lost reply is `outcome-unknown`, resolved later by read-back.
+ * The `execute` action (invariant 2). The claim is the log itself: `execution.leased` (with
+ * its lease end) and `effect.dispatched` are appended with expected-last-subject-sequence on
+ * facts that pass `mayDispatch`, so of several workers exactly one dispatches; the others see
+ * the claim and wait for its lease to end. Then the tool is called with the idempotency key and
+ * its outcome recorded; a lost reply is `outcome-unknown`, settled later by read-back.
  */
-export const execute = (heldId: string, ctx: () => ReconcileContext) =>
-  Effect.gen(function* () {
-    const cfg = yield* KernelConfig
-    if (cfg.executorPaused()) return requeue(100)
-    return yield* withEffectLease(heldId, dispatchUnderLease(heldId, ctx))
-  })
-
-const dispatchUnderLease = (heldId: string, ctx: () => ReconcileContext) =>
+export const execute = (loaded: Loaded, ctx: () => ReconcileContext) =>
   Effect.gen(function* () {
     const store = yield* HeldCallStore
     const cfg = yield* KernelConfig
-    const fresh = yield* store.load(heldId)
-    if (fresh === null || !mayDispatch(fresh.facts, ctx())) return progress
-    const f = fresh.facts
+    if (cfg.executorPaused()) return requeue(100)
+    const f = loaded.facts
+    const heldId = f.held_id
+    if (!mayDispatch(f, ctx())) return progress
     const spec = f.spec!
     const attempt = f.dispatch_attempts + 1
     const base = { held_id: heldId, generation: f.generation }
     const key = spec.idempotency_key
-    const dispatched = yield* store.append(fresh, [
-      eventOf<typeof ExecutionLeased.Type>({ ...base, type: "execution.leased", event_id: `execution.leased:${heldId}:${key}:a${attempt}`, owner: cfg.owner, lease_until: new Date(Date.now() + cfg.leaseMs).toISOString() }),
-      eventOf<typeof EffectDispatched.Type>({ ...base, type: "effect.dispatched", event_id: `effect.dispatched:${heldId}:${key}:a${attempt}`, idempotency_key: key, attempt, owner: cfg.owner, policy_epoch: f.policy_epoch_checked })
+    const leaseUntil = new Date(Date.now() + cfg.leaseMs).toISOString()
+    const dispatched = yield* store.append(loaded, [
+      eventOf<typeof ExecutionLeased.Type>({ ...base, type: "execution.leased", event_id: `execution.leased:${heldId}:${key}:a${attempt}`, owner: cfg.owner, lease_until: leaseUntil }),
+      eventOf<typeof EffectDispatched.Type>({ ...base, type: "effect.dispatched", event_id: `effect.dispatched:${heldId}:${key}:a${attempt}`, idempotency_key: key, attempt, owner: cfg.owner, lease_until: leaseUntil, policy_epoch: f.policy_epoch_checked })
     ])
     const outcome = yield* invokeTool(spec.tool, heldId, key, spec.args, cfg.toolTimeoutMs).pipe(Effect.either)
     const event: HeldEvent =
@@ -92,6 +89,7 @@ export const resolve = (heldId: string) =>
       const fresh = yield* store.load(heldId)
       if (fresh === null) return progress
       const f = fresh.facts
+      if (f.lease_until !== null && Date.parse(f.lease_until) > Date.now() && f.execution === "dispatched") return requeue(Date.parse(f.lease_until) - Date.now() + 10)
       const spec = f.spec!
       const key = spec.idempotency_key
       const base = { held_id: heldId, generation: f.generation }

@@ -19,6 +19,7 @@ export const initialFacts = (heldId: string): HeldCallFacts => ({
   policy_epoch_checked: 0,
   execution: "none",
   lease_owner: null,
+  lease_until: null,
   dispatch_attempts: 0,
   needs_witness: false,
   effect: null,

@@ -83,12 +83,15 @@ export const vetoOf = (f: HeldCallFacts, ctx: ReconcileContext): Evidence | unde
 export const mayDispatch = (f: HeldCallFacts, ctx: ReconcileContext): boolean =>
   f.spec !== null &&
   f.lifecycle === "open" &&
-  (f.execution === "none" || f.execution === "leased") &&
+  (f.execution === "none" || (f.execution === "leased" && !leaseLive(f, ctx))) &&
   f.readiness === "satisfied" &&
   f.policy_epoch_checked === ctx.policyEpoch &&
   f.policy_epoch <= ctx.policyEpoch &&
   Date.parse(f.spec.expires_at) > ctx.now &&
   (f.verdict === "ALLOW" || (f.verdict === "REQUIRE_WITNESS" && f.active_rule !== null && satisfies(f.active_rule, countingApprovals(f, ctx)) && vetoOf(f, ctx) === undefined))
+
+/** A claiming worker may still be dispatching or recording: others wait for its lease to end. */
+export const leaseLive = (f: HeldCallFacts, ctx: ReconcileContext): boolean => f.lease_until !== null && Date.parse(f.lease_until) > ctx.now
 
 /** Whether the evidence is up to date with the policy this kernel holds. */
 const checked = (f: HeldCallFacts, ctx: ReconcileContext): boolean =>
@@ -131,7 +134,7 @@ const actionsFor = (f: HeldCallFacts, ctx: ReconcileContext): ReadonlyArray<Acti
   const actions: Array<Action> = []
   if (beforeDispatch(f) && !checked(f, ctx) && f.policy_epoch <= ctx.policyEpoch) actions.push({ kind: "adjudicate" })
   if (mayDispatch(f, ctx)) actions.push({ kind: "execute" })
-  if (f.execution === "dispatched" || (f.execution === "outcome-unknown" && !f.needs_witness)) actions.push({ kind: "resolve" })
+  if ((f.execution === "dispatched" && !leaseLive(f, ctx)) || (f.execution === "outcome-unknown" && !f.needs_witness)) actions.push({ kind: "resolve" })
   if (f.execution === "effect-recorded" && f.result_admission === "pending") actions.push({ kind: "admit" })
   if (f.outcome !== null && dueDelivery(f, ctx)) actions.push({ kind: "deliver" })
   return actions
@@ -150,6 +153,7 @@ const requeueFor = (f: HeldCallFacts, ctx: ReconcileContext): number | null => {
     if (fb !== undefined && f.readiness !== "satisfied") times.push(Date.parse(f.spec.created_at) + fb.after_ms)
     for (const e of counting(f, ctx)) times.push(Date.parse(e.expires_at))
   }
+  if ((f.execution === "leased" || f.execution === "dispatched") && f.lease_until !== null) times.push(Date.parse(f.lease_until) + 1)
   if (f.continuation_delivery === "delivered" && f.delivery_last_at !== null) {
     times.push(Date.parse(f.delivery_last_at) + deliveryBackoffMs(f.delivery_attempts))
   }

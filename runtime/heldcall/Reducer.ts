@@ -99,17 +99,17 @@ const apply = (f: HeldCallFacts, e: HeldEvent): HeldCallFacts => {
     case "witness.fallback_applied":
       return e.generation === f.generation ? { ...f, active_rule: e.rule } : f
     case "execution.leased":
-      return (f.execution === "none" || f.execution === "leased") && e.generation === f.generation ? { ...f, execution: "leased", lease_owner: e.owner } : f
+      return (f.execution === "none" || f.execution === "leased") && e.generation === f.generation ? { ...f, execution: "leased", lease_owner: e.owner, lease_until: e.lease_until } : f
     case "effect.dispatched":
       if (f.execution === "effect-recorded") return f
-      return { ...f, execution: "dispatched", lease_owner: e.owner, dispatch_attempts: Math.max(f.dispatch_attempts, e.attempt), needs_witness: false }
+      return { ...f, execution: "dispatched", lease_owner: e.owner, lease_until: e.lease_until, dispatch_attempts: Math.max(f.dispatch_attempts, e.attempt), needs_witness: false }
     case "effect.outcome_unknown":
       if (f.execution === "effect-recorded") return f
       return { ...f, execution: "outcome-unknown", needs_witness: e.needs_witness }
     case "effect.readback":
       // Not applied: the effect is known absent, and may be dispatched again under the same key.
       if (f.execution === "effect-recorded" || e.applied) return f
-      return { ...f, execution: "none", lease_owner: null }
+      return { ...f, execution: "none", lease_owner: null, lease_until: null }
     case "effect.recorded":
       if (f.execution === "effect-recorded") return f
       return {

@@ -33,8 +33,15 @@ export class HeldCallStore extends Context.Tag("wk/HeldCallStore")<
     readonly load: (heldId: string, freshness?: Freshness) => Effect.Effect<Loaded | null, LedgerError>
     /** Facts folded from the stream alone, ignoring the projection. */
     readonly replay: (heldId: string) => Effect.Effect<HeldCallFacts | null, LedgerError>
-    /** Appends events in order on top of `loaded`; returns the new facts (projected). */
+    /** Appends events in order on top of `loaded`; returns the new facts. */
     readonly append: (loaded: Loaded, events: ReadonlyArray<HeldEvent>) => Effect.Effect<Loaded, AppendConflict | LedgerError>
+    /**
+     * Writes the facts to the KV projection, in the background (the projection is an index
+     * that readers catch up from the stream; writing it once per unit of work keeps appends cheap).
+     */
+    readonly project: (loaded: Loaded) => Effect.Effect<void>
+    /** This process's cached view of a call, without any I/O. */
+    readonly peek: (heldId: string) => Loaded | undefined
     /** Runs `effect` with no other fiber of this process working on the same held call. */
     readonly serialized: <A, E, R>(heldId: string, effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
   }
@@ -83,11 +90,31 @@ export const makeHeldCallStore = Effect.gen(function* () {
         const seq = yield* appendEvent(event, facts.last_seq)
         facts = evolve(facts, { seq, event })
       }
-      const revision = yield* writeProjection(facts, loaded.revision).pipe(Effect.orElseSucceed(() => loaded.revision))
-      return remember({ facts, revision })
+      return remember({ facts, revision: loaded.revision })
     }).pipe(
       Effect.tapError(() => Effect.sync(() => recent.delete(loaded.facts.held_id))),
       provide
+    )
+
+  // Highest sequence this process has projected per call (bounded like the cache).
+  const projected = new Map<string, number>()
+  const project = (loaded: Loaded) =>
+    (projected.get(loaded.facts.held_id) ?? 0) >= loaded.facts.last_seq
+      ? Effect.void
+      : writeProjection(loaded.facts, loaded.revision).pipe(
+      Effect.tap((revision) =>
+        Effect.sync(() => {
+          const cur = recent.get(loaded.facts.held_id)
+          if (cur !== undefined && cur.facts.last_seq <= loaded.facts.last_seq) recent.set(loaded.facts.held_id, { facts: cur.facts, revision })
+          projected.delete(loaded.facts.held_id)
+          projected.set(loaded.facts.held_id, loaded.facts.last_seq)
+          if (projected.size > CacheSize) projected.delete(projected.keys().next().value!)
+        })
+      ),
+      Effect.ignore,
+      provide,
+      Effect.forkDaemon,
+      Effect.asVoid
     )
 
   const serialized = <A, E, R>(heldId: string, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
@@ -108,7 +135,7 @@ export const makeHeldCallStore = Effect.gen(function* () {
       )
     })
 
-  return HeldCallStore.of({ load, replay, append, serialized })
+  return HeldCallStore.of({ load, replay, append, project, peek: (heldId) => recent.get(heldId), serialized })
 })
 
 export const layerHeldCallStore = Layer.effect(HeldCallStore, makeHeldCallStore)

@@ -67,7 +67,7 @@ export const makeDriver = Effect.gen(function* () {
       case "adjudicate":
         return adjudicate(loaded, policy)
       case "execute":
-        return execute(heldId, () => contextFor(policy))
+        return execute(loaded, () => contextFor(policy))
       case "resolve":
         return resolve(heldId)
       case "admit":
@@ -89,11 +89,12 @@ export const makeDriver = Effect.gen(function* () {
     store.serialized(
       heldId,
       Effect.gen(function* () {
-        let last: HeldCallFacts | null = null
+        let last: Loaded | null = null
+        const done = (r: Driven) => Effect.as(last !== null ? store.project(last) : Effect.void, r)
         for (let round = 0; round < MaxRounds; round++) {
           const loaded = yield* store.load(heldId, round === 0 ? freshness : "cached")
           if (loaded === null) return { facts: null, requeueMs: null }
-          last = loaded.facts
+          last = loaded
           let policy = yield* policies.current
           if (loaded.facts.policy_epoch > policy.epoch) policy = yield* policies.refresh
           const plan = reconcile(loaded.facts, contextFor(policy))
@@ -106,18 +107,18 @@ export const makeDriver = Effect.gen(function* () {
           const action = plan.actions[0]
           if (action === undefined) {
             if (plan.requeueMs === null) remember(heldId, loaded.facts.last_seq)
-            return { facts: loaded.facts, requeueMs: plan.requeueMs }
+            return yield* done({ facts: loaded.facts, requeueMs: plan.requeueMs })
           }
           const result = yield* perform(action, loaded, policy).pipe(
             Effect.catchTag("AppendConflict", () => Effect.succeed(progress))
           )
-          if (result._tag === "Requeue") return { facts: loaded.facts, requeueMs: result.afterMs }
+          if (result._tag === "Requeue") return yield* done({ facts: loaded.facts, requeueMs: result.afterMs })
           if (action.kind === "adjudicate") {
             const after = yield* store.load(heldId, "cached")
             if (after !== null) yield* index(loaded.facts, after.facts)
           }
         }
-        return { facts: last, requeueMs: 100 }
+        return yield* done({ facts: last?.facts ?? null, requeueMs: 100 })
       }).pipe(Effect.provide(context))
     )
 

@@ -32,7 +32,10 @@ export const ack = (data: Uint8Array) =>
             envelope
           })
           const r = yield* store.append(loaded, [event]).pipe(Effect.either)
-          if (r._tag === "Right") return { status: 200, continuation_delivery: "acknowledged" } satisfies Reply
+          if (r._tag === "Right") {
+            yield* store.project(r.right)
+            return { status: 200, continuation_delivery: "acknowledged" } satisfies Reply
+          }
           if (r.left._tag !== "AppendConflict") return yield* r.left
         }
         return unavailable(`held call ${p.held_id} is changing too fast; retry`)

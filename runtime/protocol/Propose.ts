@@ -23,7 +23,7 @@ export const propose = (data: Uint8Array) =>
     const recorded = yield* record(heldId, req)
     if (recorded !== "ok") return recorded
     const driver = yield* Driver
-    const driven = yield* driver.drive(heldId)
+    const driven = yield* driver.drive(heldId, "cached")
     const reply = driven.facts === null ? null : proposeReply(driven.facts)
     return reply ?? (yield* awaitAnswer(heldId))
   })
@@ -38,7 +38,9 @@ const record = (heldId: string, req: Signed<ProposePayload>) =>
       heldId,
       Effect.gen(function* () {
         for (let attempt = 0; attempt < 16; attempt++) {
-          const loaded: Loaded = (yield* store.load(heldId, "cached")) ?? { facts: initialFacts(heldId), revision: 0 }
+          // A call this process has not seen is most likely new: try to create it (expected
+          // sequence 0) before reading anything; a conflict means it exists, and we read it.
+          const loaded: Loaded = (attempt === 0 ? store.peek(heldId) : yield* store.load(heldId, "cached")) ?? { facts: initialFacts(heldId), revision: 0 }
           const f = loaded.facts
           if (f.spec !== null && f.spec.call_digest === digest) return "ok" as const
           if (f.spec !== null && !beforeDispatch(f)) {

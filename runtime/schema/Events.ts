@@ -131,6 +131,7 @@ export const EffectDispatched = Schema.Struct({
   idempotency_key: Schema.String,
   attempt: Schema.Int,
   owner: Schema.String,
+  lease_until: Schema.String,
   policy_epoch: Schema.Int
 })
 

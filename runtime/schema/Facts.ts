@@ -83,6 +83,8 @@ export const HeldCallFacts = Schema.Struct({
   policy_epoch_checked: Schema.Int,
   execution: Execution,
   lease_owner: Schema.NullOr(Schema.String),
+  /** Until when the claiming worker may still record its effect; recovery waits for it. */
+  lease_until: Schema.NullOr(Schema.String),
   dispatch_attempts: Schema.Int,
   needs_witness: Schema.Boolean,
   effect: Schema.NullOr(Schema.Struct({ ok: Schema.Boolean, result: Schema.optional(JsonValue), error: Schema.optional(Schema.String), via: Schema.String })),
