@@ -1,4 +1,4 @@
-import { Clock, Context, Effect, Either, Layer, Schema } from "effect"
+import { Clock, Effect, Either, Layer, Schema } from "effect"
 import { isGranted, type ActivePolicy } from "../policy/ActivePolicy.js"
 import { Adjudicator, type Adjudication, type AdjudicationInput } from "../policy/Adjudicator.js"
 import { Admission, type AdmissionInput, type AdmissionOutcome } from "../policy/Admission.js"
@@ -9,7 +9,8 @@ import type { WitnessContract } from "../schema/WitnessContract.js"
 import { DefaultContract, decide, foldAdmission, foldOpinions, type AdmitOpinion, type Opinion } from "./Fold.js"
 import { grantedHostHandler, PluginHostEnv, type HostValue } from "./HostEnv.js"
 import type { Stage } from "./Manifest.js"
-import { PluginHost, type Invocation, type LoadedPlugin } from "./PluginHost.js"
+import { layerPluginHost, PluginHost, type Invocation, type LoadedPlugin } from "./PluginHost.js"
+import type { PluginSource } from "./PluginSource.js"
 import type { PluginLoadError } from "./PluginError.js"
 import { pinLabel, resolvePin, type PluginPin } from "./PluginPin.js"
 import { AdjudicateOutput, AdmitOutput, TransformOutput, WitnessContractOutput, type ProposalIO } from "./StageIO.js"
@@ -89,13 +90,12 @@ const callStage = <A, I>(
     const inv = yield* host.invoke(plugin, stage, input, grantedHostHandler(plugin.pin, call, env))
     for (const line of inv.raw.logs) yield* Effect.logInfo(line).pipe(Effect.annotateLogs({ plugin: plugin.label, stage }))
     if (inv.raw.status !== "ok") return { result: { ok: false, fault: inv.raw.status, message: inv.raw.text }, inv }
-    const decoded = decodeOutput(schema, inv.raw.text)
-    return { result: decoded, inv }
+    return { result: decodeOutput(stage, schema, inv.raw.text), inv }
   })
 
 const loadFault = (e: PluginLoadError): StageResult<never> => ({ ok: false, fault: "load", message: e.message })
 
-const decodeOutput = <A, I>(schema: Schema.Schema<A, I>, text: string): StageResult<A> => {
+const decodeOutput = <A, I>(stage: Stage, schema: Schema.Schema<A, I>, text: string): StageResult<A> => {
   let parsed: unknown
   try {
     parsed = JSON.parse(text)
@@ -103,7 +103,7 @@ const decodeOutput = <A, I>(schema: Schema.Schema<A, I>, text: string): StageRes
     return { ok: false, fault: "bad_output", message: `output is not JSON: ${JSON.stringify(text.slice(0, 200))}` }
   }
   const r = Schema.decodeUnknownEither(schema)(parsed, { onExcessProperty: "error" })
-  return Either.isRight(r) ? { ok: true, value: r.right } : { ok: false, fault: "bad_output", message: `output does not match the ${"stage"} schema: ${r.left.message.slice(0, 500)}` }
+  return Either.isRight(r) ? { ok: true, value: r.right } : { ok: false, fault: "bad_output", message: `output does not match the ${stage} output schema: ${r.left.message.slice(0, 500)}` }
 }
 
 const faultReason = (pin: PluginPin, r: { readonly fault: string; readonly message: string }, fallback: string): Reason => ({
@@ -270,6 +270,13 @@ export const layerPluginAdmission = Layer.effect(
   })
 )
 
+/**
+ * Everything the kernel needs from this module: the Adjudicator and Admission seams over the
+ * plugin host, given where plugin bytes come from and what backs the host functions.
+ */
+export const layerPlugins = <E1, R1, E2, R2>(source: Layer.Layer<PluginSource, E1, R1>, env: Layer.Layer<PluginHostEnv, E2, R2>) =>
+  Layer.mergeAll(layerPluginAdjudicator, layerPluginAdmission).pipe(Layer.provideMerge(Layer.merge(layerPluginHost.pipe(Layer.provide(source)), env)))
+
 /** Loads every plugin the policy pins, failing on the first refusal: check a profile before applying it. */
 export const loadPinnedPlugins = (policy: ActivePolicy): Effect.Effect<ReadonlyArray<LoadedPlugin>, PluginLoadError, PluginHost> =>
   Effect.gen(function* () {
@@ -279,4 +286,3 @@ export const loadPinnedPlugins = (policy: ActivePolicy): Effect.Effect<ReadonlyA
     return yield* Effect.forEach([...pins.values()], (pin) => host.load(pin))
   })
 
-export type { Context }

@@ -100,7 +100,13 @@ export const makePluginHost = Effect.gen(function* () {
   const modules = new Map<string, WebAssembly.Module>()
   const loads = new Map<string, Deferred.Deferred<LoadedPlugin, PluginLoadError>>()
   const runners = new Set<PluginRunner>()
-  yield* Effect.addFinalizer(() => Effect.promise(() => Promise.all([...runners].map((r) => r.close()))))
+  let closed = false
+  yield* Effect.addFinalizer(() =>
+    Effect.promise(() => {
+      closed = true
+      return Promise.all([...runners].map((r) => r.close()))
+    })
+  )
 
   const loadResolved = (pin: ResolvedPin): Effect.Effect<LoadedPlugin, PluginLoadError> =>
     Effect.gen(function* () {
@@ -121,6 +127,10 @@ export const makePluginHost = Effect.gen(function* () {
         try: () => PluginRunner.start({ label: pinLabel(pin), module: compiled, exports: pin.stages, hostFunctions, memoryMaxPages: pin.memory_max_pages }),
         catch: (e) => fail("instantiate_failed", e instanceof Error ? e.message : String(e))
       })
+      if (closed) {
+        yield* Effect.promise(() => runner.close())
+        return yield* Effect.fail(fail("instantiate_failed", "the plugin host is closed"))
+      }
       runners.add(runner)
       return { pin, label: pinLabel(pin), digest: pin.sha256, manifest, runner }
     })

@@ -10,7 +10,9 @@ import { Effect, Layer } from "effect"
 import { Adjudicator } from "../../runtime/policy/Adjudicator.js"
 import { layerHostEnvMemory } from "../../runtime/plugins/HostEnv.js"
 import { layerPluginHost, PluginHost } from "../../runtime/plugins/PluginHost.js"
-import { layerPluginAdjudicator } from "../../runtime/plugins/Pipeline.js"
+import { layerPluginAdjudicator, layerPlugins } from "../../runtime/plugins/Pipeline.js"
+import { layerHostEnvKv } from "../../runtime/plugins/HostEnvKv.js"
+import { Kvm } from "@nats-io/kv"
 import { layerPluginSourceObjectStore, loadPluginBytes, loadPluginManifest, publishPlugin } from "../../runtime/plugins/PluginStore.js"
 import { artifact, Now, pinOf, policyWith, proposal } from "./support.js"
 
@@ -74,6 +76,28 @@ describe("plugin object store", () => {
     }).pipe(
       Effect.provide(
         Layer.suspend(() => layerPluginAdjudicator.pipe(Layer.provideMerge(Layer.mergeAll(layerPluginHost.pipe(Layer.provide(layerPluginSourceObjectStore(nc))), layerHostEnvMemory()))))
+      )
+    )
+  )
+
+  it.scoped("kv host reads come from a NATS KV bucket", () =>
+    Effect.gen(function* () {
+      const a = artifact("daily-cap")
+      yield* publishPlugin(nc, a.bytes, a.manifest)
+      const adj = yield* Adjudicator
+      const dailyCap = pinOf("daily-cap", { config: { tools: ["payments.transfer"], default_cap: 5000 } })
+      const r = yield* adj.adjudicate({ proposal: proposal("payments.transfer", { amount: 50 }), policy: policyWith([dailyCap]), now: Now })
+      expect(r.verdict).toBe("REQUIRE_WITNESS")
+      expect(r.reasons[0]!.reason).toBe("daily spend 60 + 50 would pass the daily cap 100")
+    }).pipe(
+      Effect.provide(
+        Layer.unwrapEffect(
+          Effect.promise(async () => {
+            const kv = await new Kvm(nc).create("wk_plugin_test")
+            await kv.put("limits/daily/alice", "100")
+            return layerPlugins(layerPluginSourceObjectStore(nc), layerHostEnvKv(kv, (name, principal) => Effect.succeed(name === "spent_today" && principal === "alice" ? 60 : 0)))
+          })
+        )
       )
     )
   )

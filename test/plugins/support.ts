@@ -9,7 +9,7 @@ import { layerHostEnvMemory } from "../../runtime/plugins/HostEnv.js"
 import type { PluginPin } from "../../runtime/plugins/PluginPin.js"
 import { layerPluginHost } from "../../runtime/plugins/PluginHost.js"
 import { layerPluginSourceDir, readPluginDir, type PluginArtifact } from "../../runtime/plugins/PluginSource.js"
-import { layerPluginAdjudicator, layerPluginAdmission } from "../../runtime/plugins/Pipeline.js"
+import { layerPlugins } from "../../runtime/plugins/Pipeline.js"
 import { KeyFile } from "../../runtime/plugins/Signing.js"
 import { Schema } from "effect"
 
@@ -53,7 +53,4 @@ export const hostLayer = (hostData: Parameters<typeof layerHostEnvMemory>[0] = {
   Layer.mergeAll(layerPluginHost.pipe(Layer.provide(layerPluginSourceDir(pluginsRoot))), layerHostEnvMemory(hostData))
 
 /** Adjudicator and Admission over plugins/, plus the host itself. */
-export const pipelineLayer = (hostData: Parameters<typeof layerHostEnvMemory>[0] = {}) => {
-  const base = hostLayer(hostData)
-  return Layer.mergeAll(layerPluginAdjudicator, layerPluginAdmission).pipe(Layer.provideMerge(base))
-}
+export const pipelineLayer = (hostData: Parameters<typeof layerHostEnvMemory>[0] = {}) => layerPlugins(layerPluginSourceDir(pluginsRoot), layerHostEnvMemory(hostData))

@@ -1,0 +1,16 @@
+// Plugin host data from a NATS KV bucket: `kv` host-function reads are KV gets (the host has
+// already checked the key against the pin's prefix). Counters come from the kernel.
+import type { KV } from "@nats-io/kv"
+import { Effect, Layer } from "effect"
+import { PluginHostEnv } from "./HostEnv.js"
+
+/** Host data over a KV bucket; a read that fails or finds a delete marker reads as absent. */
+export const layerHostEnvKv = (kv: KV, counter: (name: string, principal: string) => Effect.Effect<number> = () => Effect.succeed(0)) =>
+  Layer.succeed(PluginHostEnv, {
+    kvGet: (key) =>
+      Effect.tryPromise(() => kv.get(key)).pipe(
+        Effect.map((e) => (e === null || e.operation !== "PUT" ? null : e.string())),
+        Effect.orElseSucceed(() => null)
+      ),
+    counter
+  })
