@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Effect } from "effect"
 import { errors, type NatsConnection, type Subscription } from "@nats-io/transport-node"
-import { jetstream, jetstreamManager } from "@nats-io/jetstream"
+import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream"
 import { Kvm } from "@nats-io/kv"
 import { layerNats, natsOptionsFromUrl } from "../../runtime/ledger/Nats.js"
 import { provision } from "../../runtime/ledger/Provision.js"
+import { ControllerConsumer } from "../../runtime/loops/Controller.js"
 import { Buckets, Streams, Subjects } from "../../runtime/schema/Subjects.js"
 import { Roles, startTestNats, type TestNats } from "../support/TestNats.js"
 import { clientFor, connectAs } from "../support/Principals.js"
@@ -232,6 +233,29 @@ describe("auditor", () => {
     await expect(jsm.streams.deleteMessage(Streams.events, seq)).rejects.toSatisfy(permissionDenied)
     await expect(jsm.streams.delete(Streams.events)).rejects.toSatisfy(permissionDenied)
     expect(await storedOn(Streams.events, subject)).toBe(1)
+  })
+
+  it("cannot update, delete or drain the kernel's durable controller consumer", async () => {
+    const jsmK = await jetstreamManager(kernel())
+    const exists = await jsmK.consumers.info(Streams.events, ControllerConsumer).then(() => true, () => false)
+    if (!exists) await jsmK.consumers.add(Streams.events, { durable_name: ControllerConsumer, ack_policy: AckPolicy.Explicit, deliver_policy: DeliverPolicy.All })
+    const before = (await jsmK.consumers.info(Streams.events, ControllerConsumer)).config
+    const jsm = await jetstreamManager(conn("auditor"), { timeout: 2000 })
+    await expect(jsm.consumers.update(Streams.events, ControllerConsumer, { description: "auditor was here", max_deliver: 1 })).rejects.toSatisfy(permissionDenied)
+    await expect(jsm.consumers.delete(Streams.events, ControllerConsumer)).rejects.toSatisfy(permissionDenied)
+    // pulling from it: the server refuses the pull request, nothing is delivered or taken from the kernel
+    await jetstream(kernel()).publish(Subjects.events(`h_${token()}`), encoder.encode("{}"))
+    const pending = await jsmK.consumers.info(Streams.events, ControllerConsumer)
+    expect(pending.num_pending).toBeGreaterThan(0)
+    const consumer = await jetstream(conn("auditor"), { timeout: 2000 }).consumers.get(Streams.events, ControllerConsumer)
+    const pulled = await consumer.next({ expires: 1000 }).catch(() => null)
+    expect(pulled).toBeNull()
+    await refused("auditor", "publish", `$JS.API.CONSUMER.MSG.NEXT.${Streams.events}.${ControllerConsumer}`)
+    const after = await jsmK.consumers.info(Streams.events, ControllerConsumer)
+    expect(after.config).toEqual(before)
+    expect(after.delivered).toEqual(pending.delivered)
+    expect(after.num_ack_pending).toBe(pending.num_ack_pending)
+    if (!exists) await jsmK.consumers.delete(Streams.events, ControllerConsumer)
   })
 
   it("reads the fact projection but cannot write it", async () => {
