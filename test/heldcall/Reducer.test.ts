@@ -223,29 +223,31 @@ describe("reduce: given / when / then", () => {
   })
 })
 
+const fixture = (name: string) => JSON.parse(readFileSync(join(repoRoot, "test", "fixtures", name), "utf8")) as unknown
+const decodeEvent = Schema.decodeUnknownEither(EventSchema)
+type RawEvent = { seq: number; type: string }
+/** Recorded events decoded with today's schema (a stream written by an older kernel must still decode). */
+const decodeLog = (raw: ReadonlyArray<RawEvent>): Array<SequencedEvent> =>
+  raw.map(({ seq, ...event }) => {
+    const d = decodeEvent(event)
+    if (d._tag === "Left") throw new Error(`recorded event seq ${seq} (${event.type}) no longer decodes: ${d.left.message.slice(-300)}`)
+    return { seq, event: d.right }
+  })
+const undecodable = (raw: ReadonlyArray<RawEvent>) => raw.filter(({ seq: _seq, ...event }) => decodeEvent(event)._tag === "Left").map((e) => `${e.seq}:${e.type}`)
+
 describe("replay of a recorded event log", () => {
-  const fixture = (name: string) => JSON.parse(readFileSync(join(repoRoot, "test", "fixtures", name), "utf8")) as unknown
-  const decodeEvent = Schema.decodeUnknownEither(EventSchema)
-  const raw = fixture("witnessed-transfer.events.json") as Array<{ seq: number; type: string }>
-  /** The recorded events, decoded with today's schema (a stream written by an older kernel must still decode). */
-  const recorded = (): Array<SequencedEvent> =>
-    raw.map(({ seq, ...event }) => {
-      const d = decodeEvent(event)
-      if (d._tag === "Left") throw new Error(`recorded event seq ${seq} (${event.type}) no longer decodes: ${d.left.message.slice(-300)}`)
-      return { seq, event: d.right }
-    })
+  const raw = fixture("witnessed-transfer.events.json") as Array<RawEvent>
   // The kernel's own projection at recording time. Compared as plain JSON, so a deliberate change
   // of the facts shows up as a field-by-field diff (re-record with recordWitnessedTransfer.ts).
   const expected = fixture("witnessed-transfer.facts.json") as HeldCallFacts
 
-  it("every recorded event still decodes with the current event schema (old streams stay replayable)", () => {
-    const undecodable = raw.filter(({ seq: _seq, ...event }) => decodeEvent(event)._tag === "Left").map((e) => `${e.seq}:${e.type}`)
-    expect(undecodable).toEqual([])
+  it("every recorded event decodes with the current event schema", () => {
+    expect(undecodable(raw)).toEqual([])
   })
 
   it("the witnessed transfer (edit, stale + invalid attestations, revoke, two approvals, execution, delivery, ack) reduces to the kernel's projection", () => {
     // given the event log a kernel wrote to WK_EVENTS (test/fixtures/recordWitnessedTransfer.ts)
-    const events = recorded()
+    const events = decodeLog(raw)
     // when the pure reducer replays it
     const facts = reduce(expected.held_id, events)
     // then it derives exactly the facts the kernel projected at the time
@@ -264,11 +266,37 @@ describe("replay of a recorded event log", () => {
   })
 
   it("folding the recorded log from any prefix's facts gives the same end (a projection can resume anywhere)", () => {
-    const events = recorded()
+    const events = decodeLog(raw)
     const full = reduce(expected.held_id, events)
     for (let k = 0; k <= events.length; k++) {
       const mid = reduce(full.held_id, events.slice(0, k), initialFacts(full.held_id))
       expect(reduce(full.held_id, events.slice(k), mid)).toEqual(full)
     }
+  })
+})
+
+describe("replay of a log recorded by an older kernel", () => {
+  // KNOWN BUG (runtime/schema/Events.ts, EffectDispatched since commit 918a122): `lease_until`
+  // became a required field of effect.dispatched, so every effect.dispatched already in a
+  // WK_EVENTS stream (for example an existing `.wk/` store of `npm start`, which "keeps all held
+  // calls" across restarts) fails to decode: readEventsAfter throws for that held call, load and
+  // replay fail, and invariant 10 (every state reconstructible from the stream) is broken for
+  // old streams. Same for runtime/schema/Facts.ts `lease_until` in old KV projections (see
+  // test/ledger: an undecodable projection is not rebuilt). Making both optional (absent = null)
+  // fixes it. This fixture is the same held call recorded by the kernel just before 918a122.
+  const raw = fixture("witnessed-transfer.before-lease-until.events.json") as Array<RawEvent>
+  const expected = fixture("witnessed-transfer.before-lease-until.facts.json") as HeldCallFacts
+
+  it.fails("every event of the older log still decodes", () => {
+    expect(undecodable(raw)).toEqual([])
+  })
+
+  it.fails("the older log still replays to the facts that kernel projected (lease_until absent = null)", () => {
+    const facts = reduce(expected.held_id, decodeLog(raw))
+    expect(JSON.parse(JSON.stringify(facts))).toEqual({ ...expected, lease_until: null })
+  })
+
+  it("(today only effect.dispatched fails to decode)", () => {
+    expect(undecodable(raw)).toEqual(["15:effect.dispatched"])
   })
 })
