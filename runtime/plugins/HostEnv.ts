@@ -44,19 +44,20 @@ export const grantedHostHandler = (
   const granted = new Set(pin.capabilities.host_functions)
   const prefix = pin.capabilities.kv_prefix
   const counters = new Set(pin.capabilities.counters ?? [])
-  return async (fn, arg) => {
+  // The clock answers synchronously (in-process plugins need that); KV and counters may not.
+  return (fn, arg) => {
     switch (fn) {
       case "wk_now":
         return granted.has("clock") ? { value: call.now } : { fault: "clock is not granted" }
       case "wk_kv_get": {
         if (!granted.has("kv") || prefix === undefined) return { fault: "kv is not granted" }
         if (typeof arg !== "string" || !arg.startsWith(prefix)) return { fault: `key ${JSON.stringify(arg)} is outside the granted prefix '${prefix}'` }
-        return { value: await Effect.runPromise(env.kvGet(arg)) }
+        return Effect.runPromise(env.kvGet(arg)).then((value) => ({ value }))
       }
       case "wk_counter": {
         if (!granted.has("counter")) return { fault: "counter is not granted" }
         if (typeof arg !== "string" || !counters.has(arg)) return { fault: `counter ${JSON.stringify(arg)} is not granted` }
-        return { value: await Effect.runPromise(env.counter(arg, call.principal)) }
+        return Effect.runPromise(env.counter(arg, call.principal)).then((value) => ({ value }))
       }
       default:
         return { fault: `unknown host function ${fn}` }

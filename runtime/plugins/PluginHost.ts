@@ -8,7 +8,9 @@ import { PluginLoadError } from "./PluginError.js"
 import { pinLabel, resolvePin, type PluginPin, type ResolvedPin } from "./PluginPin.js"
 import { type PluginArtifact, PluginSource } from "./PluginSource.js"
 import { capMemory } from "./internal/wasmBinary.js"
-import { type HostHandler, PluginRunner, type RawOutcome } from "./internal/pluginRunner.js"
+import { MeteredRunner } from "./internal/meteredRunner.js"
+import { meterModule } from "./internal/wasmMeter.js"
+import { type HostHandler, PluginRunner, type RawOutcome, type Runner } from "./internal/pluginRunner.js"
 
 /** A verified, compiled, running plugin, ready for calls. */
 export interface LoadedPlugin {
@@ -18,7 +20,9 @@ export interface LoadedPlugin {
   /** sha256 of the wasm bytes (the plugin's identity). */
   readonly digest: string
   readonly manifest: PluginManifest
-  readonly runner: PluginRunner
+  /** Where calls run: in-process under a fuel budget, or in a worker terminated on timeout. */
+  readonly isolation: "metered" | "worker"
+  readonly runner: Runner
 }
 
 /** One call of one plugin, as the decision record needs it. */
@@ -48,7 +52,7 @@ const ExtismCore = new Set(["alloc", "free", "length", "length_unsafe", "load_u8
 const ExtismLog = new Set(["log_info", "log_warn", "log_debug", "log_error"])
 
 const identityKey = (pin: ResolvedPin): string =>
-  canonicalize({ name: pin.name, version: pin.version, sha256: pin.sha256, signer: pin.signer, stages: [...pin.stages].sort(), capabilities: pin.capabilities, egress: pin.egress, memory_max_pages: pin.memory_max_pages })
+  canonicalize({ name: pin.name, version: pin.version, sha256: pin.sha256, signer: pin.signer, stages: [...pin.stages].sort(), capabilities: pin.capabilities, egress: pin.egress, memory_max_pages: pin.memory_max_pages, isolation: pin.isolation })
 
 /** Checks everything about a plugin that does not need it compiled. Pure. */
 export const checkArtifact = (pin: ResolvedPin, artifact: PluginArtifact): Either.Either<PluginManifest, PluginLoadError> => {
@@ -99,7 +103,7 @@ export const makePluginHost = Effect.gen(function* () {
   const source = yield* PluginSource
   const modules = new Map<string, WebAssembly.Module>()
   const loads = new Map<string, Deferred.Deferred<LoadedPlugin, PluginLoadError>>()
-  const runners = new Set<PluginRunner>()
+  const runners = new Set<Runner>()
   let closed = false
   yield* Effect.addFinalizer(() =>
     Effect.promise(() => {
@@ -113,26 +117,41 @@ export const makePluginHost = Effect.gen(function* () {
       const fail = (problem: PluginLoadError["problem"], detail: string) => new PluginLoadError({ plugin: pinLabel(pin), sha256: pin.sha256, problem, detail })
       const artifact = yield* source.fetch(pin.sha256).pipe(Effect.mapError((e) => fail("not_found", e.detail)))
       const manifest = yield* checkArtifact(pin, artifact)
-      const moduleKey = `${pin.sha256}:${pin.memory_max_pages}`
-      let module = modules.get(moduleKey)
-      if (module === undefined) {
-        const patched = capMemory(artifact.bytes, pin.memory_max_pages)
-        if (!patched.ok) return yield* Effect.fail(fail(patched.problem, patched.detail))
-        module = yield* Effect.tryPromise({ try: () => WebAssembly.compile(new Uint8Array(patched.bytes)), catch: (e) => fail("invalid_wasm", e instanceof Error ? e.message : String(e)) })
-        modules.set(moduleKey, module)
-      }
+      const patched = capMemory(artifact.bytes, pin.memory_max_pages)
+      if (!patched.ok) return yield* Effect.fail(fail(patched.problem, patched.detail))
+      const compile = (key: string, bytes: Uint8Array) =>
+        Effect.suspend(() => {
+          const hit = modules.get(key)
+          if (hit !== undefined) return Effect.succeed(hit)
+          return Effect.tryPromise({ try: () => WebAssembly.compile(new Uint8Array(bytes)), catch: (e) => fail("invalid_wasm", e instanceof Error ? e.message : String(e)) }).pipe(
+            Effect.tap((m) => Effect.sync(() => modules.set(key, m)))
+          )
+        })
+      const module = yield* compile(`${pin.sha256}:${pin.memory_max_pages}`, patched.bytes)
       const hostFunctions = yield* checkLinkage(pin, module)
-      const compiled = module
-      const runner = yield* Effect.tryPromise({
-        try: () => PluginRunner.start({ label: pinLabel(pin), module: compiled, exports: pin.stages, hostFunctions, memoryMaxPages: pin.memory_max_pages }),
-        catch: (e) => fail("instantiate_failed", e instanceof Error ? e.message : String(e))
-      })
+      const spec = { label: pinLabel(pin), exports: pin.stages, hostFunctions, memoryMaxPages: pin.memory_max_pages }
+      // KV and counter reads are asynchronous (NATS), so those plugins need a thread that can block.
+      const asyncHost = pin.capabilities.host_functions.some((c) => c === "kv" || c === "counter")
+      const metered = pin.isolation === "auto" && !asyncHost ? meterModule(patched.bytes) : undefined
+      const started: { runner: Runner; isolation: LoadedPlugin["isolation"] } =
+        metered !== undefined && metered.ok
+          ? {
+              isolation: "metered",
+              runner: yield* compile(`${pin.sha256}:${pin.memory_max_pages}:metered`, metered.bytes).pipe(
+                Effect.flatMap((m) => Effect.tryPromise({ try: () => MeteredRunner.start({ ...spec, module: m }), catch: (e) => fail("instantiate_failed", e instanceof Error ? e.message : String(e)) }))
+              )
+            }
+          : {
+              isolation: "worker",
+              runner: yield* Effect.tryPromise({ try: () => PluginRunner.start({ ...spec, module }), catch: (e) => fail("instantiate_failed", e instanceof Error ? e.message : String(e)) })
+            }
+      const runner = started.runner
       if (closed) {
         yield* Effect.promise(() => runner.close())
         return yield* Effect.fail(fail("instantiate_failed", "the plugin host is closed"))
       }
       runners.add(runner)
-      return { pin, label: pinLabel(pin), digest: pin.sha256, manifest, runner }
+      return { pin, label: pinLabel(pin), digest: pin.sha256, manifest, isolation: started.isolation, runner }
     })
 
   // Pins are immutable values from the decoded profile: resolve each one once.
@@ -169,10 +188,14 @@ export const makePluginHost = Effect.gen(function* () {
       const text = canonicalize(input)
       const bytes = new TextEncoder().encode(text)
       const hostValues: HostValue[] = []
-      const recording: HostHandler = async (fn, arg) => {
-        const r = await host(fn, arg)
-        hostValues.push("value" in r ? { fn, arg, value: r.value } : { fn, arg, fault: r.fault })
-        return r
+      // Keeps synchronous answers synchronous (in-process plugins need them).
+      const recording: HostHandler = (fn, arg) => {
+        const record = (r: { readonly value: JsonValue } | { readonly fault: string }) => {
+          hostValues.push("value" in r ? { fn, arg, value: r.value } : { fn, arg, fault: r.fault })
+          return r
+        }
+        const r = host(fn, arg)
+        return r instanceof Promise ? r.then(record) : record(r)
       }
       const pending = plugin.runner.call(stage, bytes, plugin.pin.timeout_ms, recording)
       // Hashed while the plugin runs on its own thread.

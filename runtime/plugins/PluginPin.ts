@@ -37,7 +37,13 @@ export const PluginPin = Schema.Struct({
   /** Lower runs first. Order matters only for transforms; folding is order-free. */
   precedence: Schema.optional(Schema.Int),
   /** Plugin configuration, passed as `config` in every stage input. */
-  config: Schema.optional(JsonValue)
+  config: Schema.optional(JsonValue),
+  /**
+   * `auto` (default): in-process under a fuel budget when the plugin needs no asynchronous host
+   * function (no `kv`, no `counter`) and its code can be metered; otherwise a worker thread that
+   * is terminated at `timeout_ms`. `worker` forces the worker.
+   */
+  isolation: Schema.optional(Schema.Literal("auto", "worker"))
 })
 export type PluginPin = typeof PluginPin.Type
 
@@ -58,6 +64,7 @@ export interface ResolvedPin {
   readonly fallback: "DENY" | "REQUIRE_WITNESS"
   readonly precedence: number
   readonly config: JsonValue
+  readonly isolation: "auto" | "worker"
 }
 
 export const resolvePin = (pin: PluginPin): ResolvedPin => ({
@@ -72,5 +79,6 @@ export const resolvePin = (pin: PluginPin): ResolvedPin => ({
   memory_max_pages: pin.memory_max_pages ?? PinDefaults.memory_max_pages,
   fallback: pin.fallback ?? PinDefaults.fallback,
   precedence: pin.precedence ?? PinDefaults.precedence,
-  config: pin.config ?? {}
+  config: pin.config ?? {},
+  isolation: pin.isolation ?? "auto"
 })

@@ -8,7 +8,9 @@ import { RerunError } from "./PluginError.js"
 import { PinDefaults } from "./PluginPin.js"
 import { StageOutputs } from "./StageIO.js"
 import { capMemory } from "./internal/wasmBinary.js"
-import { PluginRunner } from "./internal/pluginRunner.js"
+import { PluginRunner, type Runner } from "./internal/pluginRunner.js"
+import { MeteredRunner } from "./internal/meteredRunner.js"
+import { meterModule } from "./internal/wasmMeter.js"
 
 /** What a re-run gave next to what was recorded. */
 export interface RerunResult {
@@ -37,7 +39,7 @@ const HostValueJson = Schema.Struct({ fn: Schema.String, arg: Schema.Unknown, va
 export const rerunDecision = (
   bytes: Uint8Array,
   decision: Decision,
-  options: { readonly input?: JsonValue; readonly timeout_ms?: number; readonly memory_max_pages?: number } = {}
+  options: { readonly input?: JsonValue; readonly timeout_ms?: number; readonly memory_max_pages?: number; readonly isolation?: "auto" | "worker" } = {}
 ): Effect.Effect<RerunResult, RerunError> =>
   Effect.gen(function* () {
     const fail = (detail: string) => new RerunError({ plugin: decision.by, detail })
@@ -57,7 +59,18 @@ export const rerunDecision = (
     const module = yield* Effect.tryPromise({ try: () => WebAssembly.compile(new Uint8Array(patched.bytes)), catch: (e) => fail(String(e)) })
     // Link exactly the user functions the module imports: all of them are served from the record.
     const hostFunctions = WebAssembly.Module.imports(module).filter((i) => i.module === "extism:host/user").map((i) => i.name)
-    const runner = yield* Effect.tryPromise({ try: () => PluginRunner.start({ label: decision.by, module, exports: [stage], hostFunctions, memoryMaxPages: pages }), catch: (e) => fail(String(e)) })
+    // The same isolation the host would pick: recorded host values answer synchronously, but a
+    // plugin that reads kv or counters was run in a worker, and a re-run should match that.
+    const spec = { label: decision.by, exports: [stage], hostFunctions, memoryMaxPages: pages }
+    const asyncHost = hostFunctions.includes("wk_kv_get") || hostFunctions.includes("wk_counter")
+    const metered = (options.isolation ?? "auto") === "auto" && !asyncHost ? meterModule(patched.bytes) : undefined
+    const runner: Runner = yield* Effect.tryPromise({
+      try: async () =>
+        metered !== undefined && metered.ok
+          ? MeteredRunner.start({ ...spec, module: await WebAssembly.compile(new Uint8Array(metered.bytes)) })
+          : PluginRunner.start({ ...spec, module }),
+      catch: (e) => fail(String(e))
+    })
     const raw = yield* Effect.promise(() =>
       runner.call(stage, new TextEncoder().encode(canonicalize(input)), options.timeout_ms ?? PinDefaults.timeout_ms, replayHostHandler(recordedHost.right as ReadonlyArray<HostValue>))
     ).pipe(Effect.ensuring(Effect.promise(() => runner.close())))

@@ -10,7 +10,7 @@ import { layerPluginHost, PluginHost } from "../../runtime/plugins/PluginHost.js
 import { layerPluginSourceMemory, type PluginArtifact } from "../../runtime/plugins/PluginSource.js"
 import { layerPluginAdjudicator } from "../../runtime/plugins/Pipeline.js"
 import { generateKey, signManifest } from "../../runtime/plugins/Signing.js"
-import { artifact, devKey, Now, pinOf, pipelineLayer, policyWith, proposal } from "./support.js"
+import { artifact, devKey, Now, pinOf, pinOf as basePinOf, pipelineLayer, policyWith, proposal } from "./support.js"
 
 const spendLimit = pinOf("spend-limit", { config: { rules: { "payments.transfer": { amount_field: "amount", witness_above: 100, deny_above: 1000 } } } })
 
@@ -46,13 +46,23 @@ const expectFailClosed = (r: Effect.Effect.Success<ReturnType<typeof runHostile>
   expect(r.healthy.verdict).toBe("ALLOW")
 }
 
-describe("hostile plugins fail closed", () => {
+// Each hostile plugin runs both ways: in-process under a fuel budget (the default for plugins
+// without async host functions) and in a worker terminated at its time limit.
+describe.each(["auto", "worker"] as const)("hostile plugins fail closed (isolation %s)", (isolation) => {
+  const pinOf = (name: string, overrides: Partial<PluginPin> = {}) => basePinOf(name, { isolation, ...overrides })
   it.scoped("an infinite loop is stopped by the time limit", () =>
     Effect.gen(function* () {
       const pin = pinOf("fixtures/loop-forever", { timeout_ms: 100 })
       const r = yield* runHostile(pin)
       expectFailClosed(r, pin, "timeout")
       expect(r.elapsedMs).toBeLessThan(5_000)
+    }).pipe(Effect.provide(pipelineLayer()))
+  )
+
+  it.scoped("exponential recursion (calls, no loop) is stopped by the time limit", () =>
+    Effect.gen(function* () {
+      const pin = pinOf("fixtures/exponential-recursion", { timeout_ms: 100 })
+      expectFailClosed(yield* runHostile(pin), pin, "timeout")
     }).pipe(Effect.provide(pipelineLayer()))
   )
 

@@ -46,6 +46,15 @@ describe("PluginHost", () => {
     }).pipe(Effect.provide(hostLayer()))
   )
 
+  it.scoped("runs in-process under fuel unless the plugin needs async host functions or the pin asks for a worker", () =>
+    Effect.gen(function* () {
+      const host = yield* PluginHost
+      expect((yield* host.load(pinOf("spend-limit"))).isolation).toBe("metered")
+      expect((yield* host.load(pinOf("spend-limit", { isolation: "worker" }))).isolation).toBe("worker")
+      expect((yield* host.load(pinOf("daily-cap"))).isolation).toBe("worker")
+    }).pipe(Effect.provide(hostLayer()))
+  )
+
   it.scoped("serves many concurrent adjudications, with a hostile plugin timing out among them", () =>
     Effect.gen(function* () {
       const adj = yield* Adjudicator

@@ -22,6 +22,13 @@ export interface RawOutcome {
 /** Serves one host call from the plugin; a `fault` traps the plugin. */
 export type HostHandler = (fn: string, arg: JsonValue) => Promise<{ readonly value: JsonValue } | { readonly fault: string }> | { readonly value: JsonValue } | { readonly fault: string }
 
+/** Runs calls of one plugin instance under its limits: a worker, or metered in-process. */
+export interface Runner {
+  /** Never rejects: faults are outcomes. */
+  readonly call: (exportName: string, input: Uint8Array, timeoutMs: number, host: HostHandler) => Promise<RawOutcome>
+  readonly close: () => Promise<void>
+}
+
 export interface RunnerSpec {
   readonly label: string
   readonly module: WebAssembly.Module
@@ -96,7 +103,7 @@ const spawn = (spec: RunnerSpec): Promise<Live> =>
   })
 
 /** A persistent worker running one plugin; calls are serialized. */
-export class PluginRunner {
+export class PluginRunner implements Runner {
   readonly #spec: RunnerSpec
   #live: Promise<Live>
   /** The live worker once it is ready, so an idle runner can hand a call over synchronously. */
