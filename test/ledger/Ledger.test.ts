@@ -140,11 +140,9 @@ describe("HeldCallStore", () => {
     Effect.flatMap(Nats, ({ kv }) => Effect.promise(async () => (await kv(Buckets.facts)).delete(heldId)))
   const appendNew = (rt: Rt, h: string, events: ReadonlyArray<HeldEvent>) =>
     rt.runPromise(Effect.flatMap(HeldCallStore, (s) => s.append({ facts: initialFacts(h), revision: 0 }, events)))
-  /** Makes sure the projection of `loaded` is written: by the store's own projector when it has one, else directly. */
+  /** Projects `loaded` with the store's own (background) projector and waits until the bucket holds it. */
   const projectNow = async (rt: Rt, loaded: Loaded) => {
-    const store = (await rt.runPromise(HeldCallStore)) as { project?: (l: Loaded) => Effect.Effect<void> }
-    if (store.project !== undefined) await rt.runPromise(store.project(loaded))
-    else await rt.runPromise(writeProjection(loaded.facts, loaded.revision))
+    await rt.runPromise(Effect.flatMap(HeldCallStore, (s) => s.project(loaded)))
     return eventually(async () => {
       const p = await rt.runPromise(readProjection(loaded.facts.held_id))
       return p !== null && p.facts.last_seq >= loaded.facts.last_seq ? p : undefined
@@ -211,25 +209,34 @@ describe("HeldCallStore", () => {
     expect(await a.runPromise(Effect.flatMap(HeldCallStore, (s) => s.replay(h)))).toEqual(after.facts)
   })
 
-  // FINDING (runtime/ledger/Projection.ts readProjection, used by HeldCallStore.load): a
-  // projection that no longer decodes (a facts schema change such as a new required field, a
-  // truncated write) makes every load of that held call fail with LedgerError instead of
-  // rebuilding from the stream, although design.md says the projection "can always be rebuilt
-  // from the stream". The call is stuck until someone deletes the KV key by hand.
-  it.fails("load rebuilds from the stream when the projection does not decode", async () => {
+  /** The call's facts as a kernel from before commit 918a122 projected them: no `lease_until`. */
+  const putOldShapedProjection = (h: string, facts: HeldCallFacts) =>
+    Effect.flatMap(Nats, ({ kv }) =>
+      Effect.promise(async () => {
+        const { lease_until: _dropped, ...old } = facts
+        await (await kv(Buckets.facts)).put(h, new TextEncoder().encode(JSON.stringify(old)))
+      })
+    )
+
+  // KNOWN BUG (runtime/ledger/Projection.ts readProjection, used by HeldCallStore.load): a
+  // projection that no longer decodes makes every load of that held call fail with LedgerError
+  // instead of rebuilding from the stream, although design.md says the projection "can always be
+  // rebuilt from the stream". Since commit 918a122 made `lease_until` a required field of
+  // HeldCallFacts, this is every projection written by an earlier kernel (an existing `.wk/`
+  // store): those held calls are stuck until someone deletes their KV keys by hand.
+  it.fails("load rebuilds from the stream when the projection does not decode (an older kernel's facts)", async () => {
     const h = newHeldId()
     const appended = await appendNew(a, h, story(h))
-    await a.runPromise(Effect.flatMap(Nats, ({ kv }) => Effect.promise(async () => (await kv(Buckets.facts)).put(h, new TextEncoder().encode(`{"held_id":"${h}","last_seq":1}`)))))
+    await a.runPromise(putOldShapedProjection(h, appended.facts))
     const loaded = await b.runPromise(Effect.either(loadFresh(h)))
     expect(loaded._tag === "Left" ? loaded.left : loaded.right?.facts).toEqual(appended.facts)
   })
 
-  it("(the finding above, as it behaves today: the load fails with a LedgerError naming the projection)", async () => {
+  it("(the bug above, as it behaves today: the load fails with a LedgerError naming the projection)", async () => {
     const h = newHeldId()
-    await appendNew(a, h, story(h))
-    await a.runPromise(Effect.flatMap(Nats, ({ kv }) => Effect.promise(async () => (await kv(Buckets.facts)).put(h, new TextEncoder().encode(`{"held_id":"${h}","last_seq":1}`)))))
-    const loaded = await b.runPromise(Effect.flip(loadFresh(h)))
-    expect(loaded).toMatchObject({ _tag: "LedgerError", operation: `read projection of ${h}` })
+    const appended = await appendNew(a, h, story(h))
+    await a.runPromise(putOldShapedProjection(h, appended.facts))
+    expect(await b.runPromise(Effect.flip(loadFresh(h)))).toMatchObject({ _tag: "LedgerError", operation: `read projection of ${h}` })
   })
 })
 
