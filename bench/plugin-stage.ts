@@ -20,6 +20,7 @@ import type { PluginPin } from "../runtime/plugins/PluginPin.js"
 import { layerPluginSourceMemory } from "../runtime/plugins/PluginSource.js"
 import { adjudicateWithPlugins } from "../runtime/plugins/Pipeline.js"
 import { AdjudicateOutput } from "../runtime/plugins/StageIO.js"
+import { FuelExport, meterModule } from "../runtime/plugins/internal/wasmMeter.js"
 import { median, printTable, row, type Row } from "./Table.js"
 
 const root = fileURLToPath(new URL("..", import.meta.url))
@@ -44,59 +45,90 @@ const stageInput: JsonValue = { stage: "adjudicate", proposal: { ...proposal }, 
 const inputText = canonicalize(stageInput)
 const policy = activePolicy(1, [{ name: "bench", grants: { alice: ["payments.transfer"] }, rules, plugins: [pin] }])
 
-/** Mean µs per call of `n` calls, for `runs` runs (after a warm-up run); returns the median run. */
-const measure = async (runs: number, n: number, once: () => unknown | Promise<unknown>): Promise<number> => {
-  const perRun: number[] = []
+/** Per-call latency in µs: for each run, the median of `n` timed calls; the value is the median run. */
+const measureAll = async (runs: number, n: number, figures: ReadonlyArray<() => unknown | Promise<unknown>>): Promise<ReadonlyArray<number>> => {
+  const perRun: number[][] = figures.map(() => [])
+  const samples = new Float64Array(n)
+  // Runs interleave the figures, so a burst of load on the machine hits all of them alike.
   for (let r = 0; r <= runs; r++) {
-    const t0 = performance.now()
-    for (let i = 0; i < n; i++) await once()
-    if (r > 0) perRun.push(((performance.now() - t0) / n) * 1000)
+    for (const [i, once] of figures.entries()) {
+      for (let k = 0; k < n; k++) {
+        const t0 = performance.now()
+        await once()
+        samples[k] = (performance.now() - t0) * 1000
+      }
+      if (r > 0) perRun[i]!.push(median([...samples]))
+    }
   }
-  return median(perRun)
+  return perRun.map(median)
 }
 
 /** The table rows: plain JS, bare Extism in-process, plugin stage with limits, and context. */
-export const runPluginStageBench = async (runs = Number(process.env["WK_BENCH_RUNS"] ?? 7), n = Number(process.env["WK_BENCH_CALLS"] ?? 3000)): Promise<Array<Row>> => {
-  // Plain JS: the spine's rule adjudicator on the same proposal.
-  const js = await measure(runs, n * 10, () => adjudicateByRule({ proposal, policy, now: Now }))
-
+export const runPluginStageBench = async (runs = Number(process.env["WK_BENCH_RUNS"] ?? 7), n = Number(process.env["WK_BENCH_CALLS"] ?? 2000)): Promise<Array<Row>> => {
   // Bare in-process Extism: no limits at all. reset() drops the call's blocks; without it the SDK
   // runs out of block addresses after ~32k calls.
   const bare = await createPlugin({ wasm: [{ data: bytes }] }, { useWasi: false })
-  const bareUs = await measure(runs, n, async () => {
-    const out = await bare.call("adjudicate", inputText)
-    JSON.parse(out!.text())
-    await bare.reset()
-  })
-  await bare.close()
+  // The same bare call of the fuel-metered module: what the instrumentation alone costs.
+  const metered = meterModule(bytes)
+  if (!metered.ok) throw new Error(metered.detail)
+  const meteredPlugin = await createPlugin({ wasm: [{ data: new Uint8Array(metered.bytes) }] }, { useWasi: false })
+  const fuel = (await meteredPlugin.getInstance()).exports[FuelExport] as WebAssembly.Global
 
   const host = Layer.mergeAll(layerPluginHost.pipe(Layer.provide(layerPluginSourceMemory([{ bytes, manifest: signed }]))), layerHostEnvMemory())
-  const [stageUs, pipelineUs] = await Effect.runPromise(
+  const figures = await Effect.runPromise(
     Effect.gen(function* () {
       const h = yield* PluginHost
       const env = yield* PluginHostEnv
-      const loaded = yield* h.load(pin)
-      const handler = grantedHostHandler(loaded.pin, { principal: "alice", now: Now }, env)
       const decode = Schema.decodeUnknownEither(AdjudicateOutput)
-      // One stage: JCS + sha256 of the input, hand-off to the plugin's worker under the time
-      // and memory limits, decode of the output against the stage schema.
-      const stage = Effect.gen(function* () {
-        const inv = yield* h.invoke(loaded, "adjudicate", stageInput, handler)
-        if (inv.raw.status !== "ok" || Either.isLeft(decode(JSON.parse(inv.raw.text)))) throw new Error(`stage failed: ${inv.raw.status} ${inv.raw.text}`)
-      })
+      // One stage: JCS + sha256 of the input, the call under the time and memory limits, and
+      // decoding the output against the stage schema.
+      const stageOf = (p: PluginPin) =>
+        Effect.gen(function* () {
+          const loaded = yield* h.load(p)
+          const handler = grantedHostHandler(loaded.pin, { principal: "alice", now: Now }, env)
+          const stage = Effect.gen(function* () {
+            const inv = yield* h.invoke(loaded, "adjudicate", stageInput, handler)
+            if (inv.raw.status !== "ok" || Either.isLeft(decode(JSON.parse(inv.raw.text)))) throw new Error(`stage failed: ${inv.raw.status} ${inv.raw.text}`)
+          })
+          return () => Effect.runPromise(stage)
+        })
+      const meteredStage = yield* stageOf(pin)
+      const workerStage = yield* stageOf({ ...pin, isolation: "worker" })
       const ctx = yield* Effect.context<PluginHost | PluginHostEnv>()
-      const stageUs = yield* Effect.promise(() => measure(runs, n, () => Effect.runPromise(stage)))
       const full = adjudicateWithPlugins({ proposal, policy, now: Now }).pipe(Effect.provide(ctx))
-      const pipelineUs = yield* Effect.promise(() => measure(runs, n, () => Effect.runPromise(full)))
-      return [stageUs, pipelineUs] as const
+      return yield* Effect.promise(() =>
+        measureAll(runs, n, [
+          // Plain JS: the spine's rule adjudicator on the same proposal.
+          () => adjudicateByRule({ proposal, policy, now: Now }),
+          async () => {
+            const out = await bare.call("adjudicate", inputText)
+            JSON.parse(out!.text())
+            await bare.reset()
+          },
+          async () => {
+            fuel.value = 1_000_000_000n
+            const out = await meteredPlugin.call("adjudicate", inputText)
+            JSON.parse(out!.text())
+            await meteredPlugin.reset()
+          },
+          meteredStage,
+          workerStage,
+          () => Effect.runPromise(full)
+        ])
+      )
     }).pipe(Effect.scoped, Effect.provide(host))
   )
+  await bare.close()
+  await meteredPlugin.close()
+  const [js, bareUs, bareMeteredUs, meteredUs, workerUs, pipelineUs] = figures as [number, number, number, number, number, number]
 
   return [
     row("plain JS rule adjudicator", js, js, "us/call"),
     row("bare in-process Extism call (no limits)", bareUs, js, "us/call"),
-    row("plugin stage, time+memory limits (own worker)", stageUs, bareUs, "us/call", "<= 3x bare Extism"),
-    row("plugin stage vs plain JS", stageUs, js, "us/call"),
+    row("bare in-process Extism call, fuel-metered wasm", bareMeteredUs, bareUs, "us/call"),
+    row("plugin stage, limits enforced (in-process, fuel metered; default)", meteredUs, bareUs, "us/call", "<= 3x bare Extism"),
+    row("plugin stage vs plain JS", meteredUs, js, "us/call"),
+    row("plugin stage, limits enforced (own worker, terminate on timeout)", workerUs, bareUs, "us/call"),
     row("full plugin adjudication, 1 plugin (decisions, fold)", pipelineUs, bareUs, "us/call")
   ]
 }
@@ -106,7 +138,10 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     (rows) => {
       printTable(rows)
       const get = (prefix: string) => rows.find((r) => r.figure.startsWith(prefix))!
-      console.log(`\nplugin stage = ${get("plugin stage, time").ratio}x a bare Extism call, ${get("plugin stage vs").ratio}x a plain JS function (medians of ${process.env["WK_BENCH_RUNS"] ?? 7} runs)`)
+      console.log(
+        `\nplugin stage (default, fuel-metered) = ${get("plugin stage, limits enforced (in-process").ratio}x a bare Extism call, ${get("plugin stage vs").ratio}x a plain JS function; ` +
+          `worker isolation = ${get("plugin stage, limits enforced (own worker").ratio}x bare (per-call medians, median of ${process.env["WK_BENCH_RUNS"] ?? 7} interleaved runs)`
+      )
       process.exit(0)
     },
     (e) => {

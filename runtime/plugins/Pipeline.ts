@@ -131,7 +131,9 @@ export const adjudicateWithPlugins = (input: AdjudicationInput): Effect.Effect<A
     const ctx = { principal: proposal.principal, now }
     const decisions: Decision[] = []
     let current: { tool: string; args: JsonObject } = { tool: proposal.tool, args: proposal.args }
-    const seen = new Set([callDigest(current.tool, current.args)])
+    const transforms = pinsFor(policy, "transform")
+    // Digests of every call in the transform chain (only needed when there are transforms).
+    const seen = new Set(transforms.length > 0 ? [callDigest(current.tool, current.args)] : [])
     let depth = 0
 
     const finish = (verdict: Verdict, reasons: ReadonlyArray<Reason>, contract?: WitnessContract) =>
@@ -141,7 +143,6 @@ export const adjudicateWithPlugins = (input: AdjudicationInput): Effect.Effect<A
     const failClosed = (fallback: "DENY" | "REQUIRE_WITNESS", reason: Reason) =>
       fallback === "DENY" ? finish("DENY", [reason]) : finish("REQUIRE_WITNESS", [reason], DefaultContract)
 
-    const transforms = pinsFor(policy, "transform")
     restart: for (;;) {
       for (const pin of transforms) {
         const stageInput = { stage: "transform", proposal: proposalOf(proposal, current), depth, config: resolvePin(pin).config, now }

@@ -156,6 +156,7 @@ export const makePluginHost = Effect.gen(function* () {
 
   // Pins are immutable values from the decoded profile: resolve each one once.
   const resolved = new WeakMap<PluginPin, { readonly pin: ResolvedPin; readonly key: string }>()
+  const loaded = new WeakMap<PluginPin, LoadedPlugin>()
   const load = (raw: PluginPin): Effect.Effect<LoadedPlugin, PluginLoadError> =>
     Effect.suspend(() => {
       let r = resolved.get(raw)
@@ -165,9 +166,15 @@ export const makePluginHost = Effect.gen(function* () {
         resolved.set(raw, r)
       }
       const { pin, key } = r
+      const ready = loaded.get(raw)
+      if (ready !== undefined) return Effect.succeed(ready)
       const pending = loads.get(key)
       // Limits and config that are per call come from this pin, not from whichever pin loaded first.
-      const withPin = (p: LoadedPlugin): LoadedPlugin => ({ ...p, pin })
+      const withPin = (p: LoadedPlugin): LoadedPlugin => {
+        const mine = { ...p, pin }
+        loaded.set(raw, mine)
+        return mine
+      }
       if (pending !== undefined) return Deferred.await(pending).pipe(Effect.map(withPin))
       const d = Deferred.unsafeMake<LoadedPlugin, PluginLoadError>(undefined as never)
       loads.set(key, d)
