@@ -3,7 +3,8 @@ import { Nats } from "../ledger/Nats.js"
 import { LedgerError, isWrongLastSequence } from "../ledger/LedgerError.js"
 import { jcsDigest } from "../schema/Canonical.js"
 import { Profile } from "../schema/Profile.js"
-import { Buckets } from "../schema/Subjects.js"
+import { policyAppliedId, type PolicyApplied } from "../schema/PolicyApplied.js"
+import { Buckets, Streams, Subjects } from "../schema/Subjects.js"
 import { activePolicy, type ActivePolicy } from "./ActivePolicy.js"
 
 /** What the policy bucket holds under `active`: the epoch and the profile documents in force. */
@@ -71,6 +72,20 @@ export const makePolicyStore = (fileProfiles: ReadonlyArray<Profile>) =>
         catch: (cause) => new LedgerError({ operation: "write policy", message: String(cause), cause })
       })
 
+    // The registry's history for auditors: one `policy.applied` record per epoch, after its KV write.
+    const recordApplied = (s: StoredPolicy, onlyIfMissing: boolean) =>
+      Effect.tryPromise({
+        try: async () => {
+          if (onlyIfMissing) {
+            const last = await nats.jsm.direct.getMessage(Streams.events, { last_by_subj: Subjects.policyEvents })
+            if (last !== null && Number((last.json() as { epoch?: unknown }).epoch ?? 0) >= s.epoch) return
+          }
+          const record: PolicyApplied = { type: "policy.applied", event_id: policyAppliedId(s.epoch), epoch: s.epoch, profiles: s.profiles, at: new Date().toISOString() }
+          await nats.js.publish(Subjects.policyEvents, new TextEncoder().encode(JSON.stringify(record)), { msgID: record.event_id })
+        },
+        catch: (cause) => new LedgerError({ operation: "record policy.applied", message: String(cause), cause })
+      })
+
     const seeded = yield* write((prev) =>
       prev === null
         ? { epoch: 1, profiles: fileProfiles, source_digest: sourceDigest }
@@ -78,6 +93,7 @@ export const makePolicyStore = (fileProfiles: ReadonlyArray<Profile>) =>
           ? null
           : { epoch: prev.epoch + 1, profiles: fileProfiles, source_digest: sourceDigest }
     )
+    yield* recordApplied(seeded, true)
     const ref = yield* Ref.make(activePolicy(seeded.epoch, seeded.profiles))
     const set = (s: StoredPolicy) =>
       Ref.updateAndGet(ref, (cur) => (s.epoch > cur.epoch ? activePolicy(s.epoch, s.profiles) : cur))
@@ -106,7 +122,7 @@ export const makePolicyStore = (fileProfiles: ReadonlyArray<Profile>) =>
       apply: (profiles) =>
         Effect.flatMap(
           write((prev) => ({ epoch: (prev?.epoch ?? 0) + 1, profiles, source_digest: prev?.source_digest ?? sourceDigest })),
-          set
+          (s) => Effect.zipRight(recordApplied(s, false), set(s))
         )
     })
   })
