@@ -2,6 +2,7 @@ import { Effect } from "effect"
 import { KernelConfig } from "../KernelConfig.js"
 import { HeldCallStore, type Loaded } from "../ledger/HeldCallStore.js"
 import { acquireLease, releaseLease } from "../ledger/Leases.js"
+import { wake } from "../ledger/Wakes.js"
 import { mayDispatch, type ReconcileContext } from "../heldcall/Reconciler.js"
 import type { EffectDispatched, EffectOutcomeUnknown, EffectReadback, EffectRecorded, ExecutionLeased, HeldEvent } from "../schema/Events.js"
 import type { JsonValue } from "../schema/Json.js"
@@ -42,8 +43,18 @@ export const execute = (loaded: Loaded, ctx: () => ReconcileContext) =>
     const base = { held_id: heldId, generation: f.generation }
     const key = spec.idempotency_key
     const leaseUntil = new Date(Date.now() + cfg.leaseMs).toISOString()
-    const dispatched = yield* store.append(loaded, [
-      eventOf<typeof ExecutionLeased.Type>({ ...base, type: "execution.leased", event_id: `execution.leased:${heldId}:${key}:a${attempt}`, owner: cfg.owner, lease_until: leaseUntil }),
+    // The wake is durable before anything irreversible (if this process dies, the controller
+    // resumes here); it is written alongside the claim, not after it.
+    const [claimed] = yield* Effect.all(
+      [
+        store.append(loaded, [
+          eventOf<typeof ExecutionLeased.Type>({ ...base, type: "execution.leased", event_id: `execution.leased:${heldId}:${key}:a${attempt}`, owner: cfg.owner, lease_until: leaseUntil })
+        ]),
+        wake(heldId)
+      ],
+      { concurrency: 2 }
+    )
+    const dispatched = yield* store.append(claimed, [
       eventOf<typeof EffectDispatched.Type>({ ...base, type: "effect.dispatched", event_id: `effect.dispatched:${heldId}:${key}:a${attempt}`, idempotency_key: key, attempt, owner: cfg.owner, lease_until: leaseUntil, policy_epoch: f.policy_epoch_checked })
     ])
     const outcome = yield* invokeTool(spec.tool, heldId, key, spec.args, cfg.toolTimeoutMs).pipe(Effect.either)

@@ -99,23 +99,29 @@ export const makeHeldCallStore = Effect.gen(function* () {
   // Highest sequence this process has projected per call (bounded like the cache).
   const projected = new Map<string, number>()
   const project = (loaded: Loaded) =>
-    (projected.get(loaded.facts.held_id) ?? 0) >= loaded.facts.last_seq
-      ? Effect.void
-      : writeProjection(loaded.facts, loaded.revision).pipe(
-      Effect.tap((revision) =>
-        Effect.sync(() => {
-          const cur = recent.get(loaded.facts.held_id)
-          if (cur !== undefined && cur.facts.last_seq <= loaded.facts.last_seq) recent.set(loaded.facts.held_id, { facts: cur.facts, revision })
-          projected.delete(loaded.facts.held_id)
-          projected.set(loaded.facts.held_id, loaded.facts.last_seq)
-          if (projected.size > CacheSize) projected.delete(projected.keys().next().value!)
-        })
-      ),
-      Effect.ignore,
-      provide,
-      Effect.forkDaemon,
-      Effect.asVoid
-    )
+    Effect.suspend(() => {
+      const heldId = loaded.facts.held_id
+      const before = projected.get(heldId) ?? 0
+      if (before >= loaded.facts.last_seq) return Effect.void
+      // Claimed before the write so concurrent drives of this call do not race to write it.
+      projected.delete(heldId)
+      projected.set(heldId, loaded.facts.last_seq)
+      if (projected.size > CacheSize) projected.delete(projected.keys().next().value!)
+      const revision = recent.get(heldId)?.revision ?? loaded.revision
+      return writeProjection(loaded.facts, revision).pipe(
+        Effect.tap((rev) =>
+          Effect.sync(() => {
+            const cur = recent.get(heldId)
+            if (cur !== undefined) recent.set(heldId, { facts: cur.facts, revision: Math.max(cur.revision, rev) })
+          })
+        ),
+        Effect.tapError(() => Effect.sync(() => projected.set(heldId, before))),
+        Effect.ignore,
+        provide,
+        Effect.forkDaemon,
+        Effect.asVoid
+      )
+    })
 
   const serialized = <A, E, R>(heldId: string, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
     Effect.suspend(() => {

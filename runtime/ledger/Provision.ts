@@ -19,6 +19,16 @@ export const streamConfigs = (replicas = 1): ReadonlyArray<Partial<StreamConfig>
     num_replicas: replicas
   },
   {
+    // At most one pending wake per held call: the controller's durable to-do list.
+    name: Streams.wakes,
+    subjects: ["wk.v1.wakes.>"],
+    storage: StorageType.File,
+    retention: RetentionPolicy.Workqueue,
+    discard: DiscardPolicy.Old,
+    max_msgs_per_subject: 1,
+    num_replicas: replicas
+  },
+  {
     name: Streams.sessions,
     subjects: ["wk.v1.sessions.>"],
     storage: StorageType.File,

@@ -2,6 +2,7 @@ import { Effect } from "effect"
 import type { Loaded } from "../ledger/HeldCallStore.js"
 import { HeldCallStore } from "../ledger/HeldCallStore.js"
 import { Nats } from "../ledger/Nats.js"
+import { wake } from "../ledger/Wakes.js"
 import { Subjects } from "../schema/Subjects.js"
 import { Adjudicator, type Adjudication } from "../policy/Adjudicator.js"
 import { isGranted, type ActivePolicy } from "../policy/ActivePolicy.js"
@@ -77,6 +78,8 @@ export const adjudicate = (loaded: Loaded, policy: ActivePolicy) =>
     yield* store.append(loaded, events)
     const held = events.find((e): e is typeof CallHeld.Type => e.type === "call.held")
     if (held !== undefined) {
+      // The parked call's timers (expiry, fallback) live in its wake.
+      yield* wake(f.held_id)
       // Witness routes listen here; the request is a notification, the held call is the truth.
       const { nc } = yield* Nats
       yield* Effect.sync(() => nc.publish(Subjects.witnessRequests(f.held_id), JSON.stringify({ held_id: f.held_id, generation: f.generation, expires_at: held.expires_at, witness_request: held.witness_request })))

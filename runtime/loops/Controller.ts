@@ -5,19 +5,15 @@ import { LedgerError } from "../ledger/LedgerError.js"
 import { Streams } from "../schema/Subjects.js"
 import { Driver } from "./Driver.js"
 
-/** The durable consumer every kernel process shares: each event wakes one of them. */
+/** The durable consumer every kernel process shares: each wake is handled by one of them. */
 export const ControllerConsumer = "wk-controller"
-const EventsPrefix = "wk.v1.events."
-
-/** Loop states, for logs and metrics. */
-export type ControllerState = "starting" | "consuming" | "stopped"
+const WakesPrefix = "wk.v1.wakes."
 
 /**
- * The call controller and recovery loop. Every appended event wakes its held call once
- * (a durable pull consumer shared by all kernel processes). The wake acks when the call is
- * quiescent, or is redelivered after the delay the reconciler asked for (expiry, fallback,
- * delivery retry, a lease to wait out). Unacked wakes of a crashed process come back after
- * the ack wait, which is how a restarted kernel finds interrupted work.
+ * The call controller and recovery loop, over `WK_WAKES`. A wake is acked once its call is
+ * quiescent, or redelivered after the delay the reconciler asked for (expiry, fallback,
+ * delivery retry, a lease to wait out). A crashed process's unacked wakes come back after the
+ * ack wait, which is how a restarted (or another) kernel finds interrupted work.
  */
 export const runController = (opts: { readonly concurrency?: number; readonly ackWaitMs?: number } = {}) =>
   Effect.gen(function* () {
@@ -26,9 +22,9 @@ export const runController = (opts: { readonly concurrency?: number; readonly ac
     const ackWaitMs = opts.ackWaitMs ?? 5_000
     yield* Effect.tryPromise({
       try: async () => {
-        const exists = await jsm.consumers.info(Streams.events, ControllerConsumer).then(() => true, () => false)
+        const exists = await jsm.consumers.info(Streams.wakes, ControllerConsumer).then(() => true, () => false)
         if (!exists) {
-          await jsm.consumers.add(Streams.events, {
+          await jsm.consumers.add(Streams.wakes, {
             durable_name: ControllerConsumer,
             ack_policy: AckPolicy.Explicit,
             deliver_policy: DeliverPolicy.All,
@@ -41,7 +37,7 @@ export const runController = (opts: { readonly concurrency?: number; readonly ac
       catch: (cause) => new LedgerError({ operation: "create controller consumer", message: String(cause), cause })
     })
     const consumer = yield* Effect.tryPromise({
-      try: () => js.consumers.get(Streams.events, ControllerConsumer),
+      try: () => js.consumers.get(Streams.wakes, ControllerConsumer),
       catch: (cause) => new LedgerError({ operation: "open controller consumer", message: String(cause), cause })
     })
     const messages = yield* Effect.tryPromise({
@@ -49,21 +45,15 @@ export const runController = (opts: { readonly concurrency?: number; readonly ac
       catch: (cause) => new LedgerError({ operation: "consume controller", message: String(cause), cause })
     })
     yield* Effect.addFinalizer(() => Effect.promise(() => messages.close().then(() => undefined, () => undefined)))
-    const limit = opts.concurrency ?? 64
-    const semaphore = yield* Effect.makeSemaphore(limit)
+    const semaphore = yield* Effect.makeSemaphore(opts.concurrency ?? 64)
 
     const handle = (msg: JsMsg) =>
       Effect.gen(function* () {
-        const heldId = msg.subject.slice(EventsPrefix.length)
-        if (!heldId.startsWith("h_")) return msg.ack()
-        const quiet = driver.quiescentAt(heldId)
-        if (quiet !== undefined && msg.seq <= quiet) return msg.ack()
+        const heldId = msg.subject.slice(WakesPrefix.length)
         const keepAlive = setInterval(() => msg.working(), Math.max(500, ackWaitMs / 2))
-        const r = yield* driver.drive(heldId, msg.seq).pipe(Effect.either, Effect.ensuring(Effect.sync(() => clearInterval(keepAlive))))
+        const r = yield* driver.drive(heldId, "fresh").pipe(Effect.either, Effect.ensuring(Effect.sync(() => clearInterval(keepAlive))))
         if (r._tag === "Left") return msg.nak(1000)
-        const { facts, requeueMs } = r.right
-        if (requeueMs !== null && (facts === null || msg.seq >= facts.last_seq)) return msg.nak(requeueMs)
-        return msg.ack()
+        return r.right.requeueMs === null ? msg.ack() : msg.nak(r.right.requeueMs)
       })
 
     void (async () => {

@@ -36,8 +36,6 @@ export class Driver extends Context.Tag("wk/Driver")<
   {
     /** `freshness` applies to the first read; later rounds read this process's own appends. */
     readonly drive: (heldId: string, freshness?: Freshness) => Effect.Effect<Driven, LedgerError>
-    /** Last stream sequence at which a call was seen quiescent by this process (controller fast path). */
-    readonly quiescentAt: (heldId: string) => number | undefined
   }
 >() {}
 
@@ -46,13 +44,6 @@ export const makeDriver = Effect.gen(function* () {
   const store = Context.get(context, HeldCallStore)
   const policies = Context.get(context, PolicyStore)
   const { kv } = Context.get(context, Nats)
-  // Bounded: only recently finished calls, so parked calls cost no memory here.
-  const quiet = new Map<string, number>()
-  const remember = (heldId: string, seq: number) => {
-    quiet.delete(heldId)
-    quiet.set(heldId, seq)
-    if (quiet.size > 2_000) quiet.delete(quiet.keys().next().value!)
-  }
 
   const contextFor = (policy: ActivePolicy): ReconcileContext => ({
     now: Date.now(),
@@ -106,7 +97,6 @@ export const makeDriver = Effect.gen(function* () {
           }
           const action = plan.actions[0]
           if (action === undefined) {
-            if (plan.requeueMs === null) remember(heldId, loaded.facts.last_seq)
             return yield* done({ facts: loaded.facts, requeueMs: plan.requeueMs })
           }
           const result = yield* perform(action, loaded, policy).pipe(
@@ -122,7 +112,7 @@ export const makeDriver = Effect.gen(function* () {
       }).pipe(Effect.provide(context))
     )
 
-  return Driver.of({ drive, quiescentAt: (heldId) => quiet.get(heldId) })
+  return Driver.of({ drive })
 })
 
 export const layerDriver = Layer.effect(Driver, makeDriver)

@@ -1,6 +1,7 @@
 import { Effect } from "effect"
 import { HeldCallStore } from "../ledger/HeldCallStore.js"
 import { Driver } from "../loops/Driver.js"
+import { wake } from "../ledger/Wakes.js"
 import { eventOf } from "../loops/Actions.js"
 import { beforeDispatch } from "../heldcall/Facts.js"
 import type { CallCancelled } from "../schema/Events.js"
@@ -43,6 +44,7 @@ export const cancel = (data: Uint8Array) =>
       })
     )
     if (reply.status === 200) {
+      yield* wake(p.held_id)
       const driver = yield* Driver
       yield* Effect.forkDaemon(driver.drive(p.held_id).pipe(Effect.ignore))
     }

@@ -2,6 +2,7 @@ import { Effect, Either } from "effect"
 import { HeldCallStore } from "../ledger/HeldCallStore.js"
 import { Nats } from "../ledger/Nats.js"
 import { Driver } from "../loops/Driver.js"
+import { wake } from "../ledger/Wakes.js"
 import { eventOf } from "../loops/Actions.js"
 import { PolicyStore } from "../policy/PolicyStore.js"
 import type { PolicyEpochChanged } from "../schema/Events.js"
@@ -63,7 +64,7 @@ export const announceEpoch = (epoch: number) =>
               }
             })
           )
-          .pipe(Effect.zipRight(Effect.forkDaemon(driver.drive(heldId).pipe(Effect.ignore))), Effect.ignore),
+          .pipe(Effect.zipRight(wake(heldId)), Effect.zipRight(Effect.forkDaemon(driver.drive(heldId).pipe(Effect.ignore))), Effect.ignore),
       { concurrency: 16, discard: true }
     )
   })

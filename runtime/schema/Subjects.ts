@@ -11,12 +11,14 @@ export const Subjects = {
   sessionResults: (sessionId: string) => `wk.v1.sessions.${sessionId}.results`,
   toolInvoke: (tool: string) => `wk.v1.tools.${tool}.invoke`,
   toolReadback: (tool: string) => `wk.v1.tools.${tool}.readback`,
-  witnessRequests: (heldId: string) => `wk.v1.witness.requests.${heldId}`
+  witnessRequests: (heldId: string) => `wk.v1.witness.requests.${heldId}`,
+  wake: (heldId: string) => `wk.v1.wakes.${heldId}`
 } as const
 
 export const Streams = {
   events: "WK_EVENTS",
-  sessions: "WK_SESSIONS"
+  sessions: "WK_SESSIONS",
+  wakes: "WK_WAKES"
 } as const
 
 export const Buckets = {

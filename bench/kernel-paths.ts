@@ -1,0 +1,199 @@
+import { jetstream } from "@nats-io/jetstream"
+import type { NatsConnection } from "@nats-io/transport-node"
+import { DemoBank } from "../runtime/executor/DemoBank.js"
+import { Subjects } from "../runtime/schema/Subjects.js"
+import { startTestNats, type TestNats } from "../test/support/TestNats.js"
+import { clientFor, connectAs, testProfile } from "../test/support/Principals.js"
+import { profileDir, startKernelProcess, type KernelProcess } from "../test/support/KernelProcess.js"
+import { median, percentile, printTable, row, type Row } from "./Table.js"
+
+const Runs = Number(process.env["WK_BENCH_RUNS"] ?? 5)
+const PerRun = Number(process.env["WK_BENCH_PER_RUN"] ?? 200)
+const Payload = "x".repeat(300)
+/** Events the kernel appends on the ALLOW path: proposed, adjudicated, leased, dispatched, recorded, admitted. */
+const AllowEvents = 6
+/** Events from an accepted attestation to the delivery: accepted, readiness, leased, dispatched, recorded, admitted, delivery.published. */
+const ReleaseEvents = 7
+
+interface Env {
+  readonly nats: TestNats
+  readonly agent: NatsConnection
+  readonly witness: NatsConnection
+  readonly kernelConn: NatsConnection
+  /** A second kernel-user connection: the floor's "agent" side (agents may not publish arbitrary subjects). */
+  readonly floorClient: NatsConnection
+  readonly tool: NatsConnection
+  readonly bank: DemoBank
+  readonly kernels: Array<KernelProcess>
+  readonly profiles: string
+}
+
+const setup = async (): Promise<Env> => {
+  const nats = await startTestNats()
+  const profiles = profileDir([testProfile()])
+  const tool = await connectAs(nats.servers, "tool")
+  const bank = new DemoBank({ openingBalance: 1e12 }).serve(tool)
+  return {
+    nats,
+    agent: await connectAs(nats.servers, "agent"),
+    witness: await connectAs(nats.servers, "witness"),
+    kernelConn: await connectAs(nats.servers, "kernel"),
+    floorClient: await connectAs(nats.servers, "kernel"),
+    tool,
+    bank,
+    kernels: [await startKernelProcess(nats.servers, profiles)],
+    profiles
+  }
+}
+
+let seq = 0
+const nextCall = (amount: number, session = "bench") => ({ session_id: session, turn_id: "t", call_id: `b${++seq}`, tool: "money_transfer", args: { from: `a${seq}`, to: "b", amount } })
+
+/** The floor of one ALLOW call: a request/reply, a tool round trip, and the appends as bare publishes. */
+const allowFloor = async (e: Env, n: number): Promise<Array<number>> => {
+  const echo = e.kernelConn.subscribe("bench.echo", { callback: (_x, m) => void m.respond(m.data) })
+  await e.kernelConn.flush()
+  const js = jetstream(e.kernelConn)
+  const out: Array<number> = []
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now()
+    await e.floorClient.request("bench.echo", Payload)
+    await e.kernelConn.request("bench.echo", Payload)
+    for (let k = 0; k < AllowEvents; k++) await js.publish(`wk.v1.events.bench_floor_${i}`, Payload, { msgID: `floor-${seq}-${i}-${k}` })
+    out.push(performance.now() - t0)
+  }
+  echo.unsubscribe()
+  return out
+}
+
+const allowPath = async (e: Env, n: number): Promise<Array<number>> => {
+  const alice = clientFor(e.agent, "agent:alice")
+  const out: Array<number> = []
+  for (let i = 0; i < n; i++) {
+    const c = nextCall(10)
+    const t0 = performance.now()
+    const r = await alice.propose(c)
+    out.push(performance.now() - t0)
+    if (r.status !== 200) throw new Error(`ALLOW bench got ${JSON.stringify(r)}`)
+  }
+  return out
+}
+
+const allowThroughput = async (e: Env, total: number, agents = 64): Promise<number> => {
+  const alice = clientFor(e.agent, "agent:alice")
+  let left = total
+  const t0 = performance.now()
+  await Promise.all(
+    Array.from({ length: agents }, async () => {
+      while (left-- > 0) {
+        const r = await alice.propose(nextCall(10))
+        if (r.status !== 200) throw new Error(`throughput bench got ${JSON.stringify(r)}`)
+      }
+    })
+  )
+  return total / ((performance.now() - t0) / 1000)
+}
+
+const publishRate = async (e: Env, total: number, inFlight = 1000): Promise<number> => {
+  const js = jetstream(e.kernelConn)
+  const t0 = performance.now()
+  for (let i = 0; i < total; i += inFlight) {
+    await Promise.all(Array.from({ length: Math.min(inFlight, total - i) }, (_, k) => js.publish(`wk.v1.events.bench_rate_${(i + k) % 5000}`, Payload, { msgID: `rate-${seq}-${i + k}` })))
+  }
+  seq++
+  return total / ((performance.now() - t0) / 1000)
+}
+
+/** Attestation accepted -> result delivered to the session subject. */
+const heldRelease = async (e: Env, n: number): Promise<Array<number>> => {
+  const alice = clientFor(e.agent, "agent:alice")
+  const carol = clientFor(e.witness, "user:carol")
+  const out: Array<number> = []
+  const waiting = new Map<string, (t: number) => void>()
+  const sub = e.agent.subscribe(Subjects.sessionResults("bench-held"), {
+    callback: (_x, m) => {
+      const d = m.json<{ held_id: string }>()
+      waiting.get(d.held_id)?.(performance.now())
+      waiting.delete(d.held_id)
+    }
+  })
+  await e.agent.flush()
+  for (let i = 0; i < n; i++) {
+    const h = (await alice.propose(nextCall(5000, "bench-held"))) as { held_id: string; generation: number; call_digest: string; witness_request: { contract_digest: string } }
+    const delivered = new Promise<number>((r) => waiting.set(h.held_id, r))
+    const t0 = performance.now()
+    const a = await carol.attest({ held_id: h.held_id, generation: h.generation, call_digest: h.call_digest, contract_digest: h.witness_request.contract_digest, class: "human", decision: "approve" })
+    if (a.disposition !== "accepted") throw new Error(`release bench: ${JSON.stringify(a)}`)
+    out.push((await delivered) - t0)
+  }
+  sub.unsubscribe()
+  return out
+}
+
+const releaseFloor = async (e: Env, n: number): Promise<Array<number>> => {
+  const echo = e.kernelConn.subscribe("bench.echo2", { callback: (_x, m) => void m.respond(m.data) })
+  await e.kernelConn.flush()
+  const js = jetstream(e.kernelConn)
+  const out: Array<number> = []
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now()
+    await e.floorClient.request("bench.echo2", Payload)
+    await e.kernelConn.request("bench.echo2", Payload)
+    for (let k = 0; k < ReleaseEvents; k++) await js.publish(`wk.v1.events.bench_rfloor_${i}`, Payload, { msgID: `rfloor-${seq}-${i}-${k}` })
+    await js.publish(Subjects.sessionResults("bench-floor"), Payload)
+    out.push(performance.now() - t0)
+  }
+  echo.unsubscribe()
+  return out
+}
+
+/** Runs `f` Runs times and returns the median of each run's p50 and p99. */
+const repeated = async (f: () => Promise<Array<number>>) => {
+  await f() // warm-up, excluded
+  const p50s: Array<number> = []
+  const p99s: Array<number> = []
+  for (let r = 0; r < Runs; r++) {
+    const xs = await f()
+    p50s.push(median(xs))
+    p99s.push(percentile(xs, 0.99))
+  }
+  return { p50: median(p50s), p99: median(p99s) }
+}
+
+export const runKernelPathBench = async (): Promise<Array<Row>> => {
+  const e = await setup()
+  try {
+    const floor = await repeated(() => allowFloor(e, PerRun))
+    const allow = await repeated(() => allowPath(e, PerRun))
+    const rFloor = await repeated(() => releaseFloor(e, Math.max(20, PerRun / 4)))
+    const release = await repeated(() => heldRelease(e, Math.max(20, PerRun / 4)))
+    const rates: Array<number> = []
+    const pubRates: Array<number> = []
+    await allowThroughput(e, 500)
+    for (let r = 0; r < Runs; r++) {
+      pubRates.push(await publishRate(e, 10_000))
+      rates.push(await allowThroughput(e, 2000))
+    }
+    const oneKernel = median(rates)
+    e.kernels.push(await startKernelProcess(e.nats.servers, e.profiles))
+    await allowThroughput(e, 500)
+    const twoRates: Array<number> = []
+    for (let r = 0; r < Runs; r++) twoRates.push(await allowThroughput(e, 2000))
+    return [
+      row("ALLOW propose->200 p50 (rule adjudicator)", allow.p50, floor.p50, "ms", "<= 1.3x"),
+      row("ALLOW propose->200 p99 (rule adjudicator)", allow.p99, floor.p99, "ms", "<= 2x"),
+      row("ALLOW throughput, 64 agents", oneKernel, median(pubRates) / AllowEvents, "calls/s", ">= 0.5x"),
+      row("held release: attest -> delivered p50", release.p50, rFloor.p50, "ms", "<= 1.5x and < 5 ms"),
+      row("two kernel processes vs one, ALLOW throughput", median(twoRates), oneKernel, "calls/s", ">= 1.6x")
+    ]
+  } finally {
+    await Promise.all(e.kernels.map((k) => k.kill()))
+    e.bank.stop()
+    await Promise.all([e.agent, e.witness, e.kernelConn, e.floorClient, e.tool].map((c) => c.close()))
+    await e.nats.dispose()
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  printTable(await runKernelPathBench())
+}

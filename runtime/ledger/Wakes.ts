@@ -1,0 +1,19 @@
+import { Effect } from "effect"
+import { Subjects } from "../schema/Subjects.js"
+import { LedgerError } from "./LedgerError.js"
+import { Nats } from "./Nats.js"
+
+/**
+ * Records durably that a held call needs the controller: before an effect is dispatched (so a
+ * crash is recovered), when a call parks (timers), and when a witness, cancel or policy change
+ * enables work. `WK_WAKES` keeps at most one wake per call; the controller consumes it and
+ * either acks (nothing left to do) or asks for it again after the reconciler's delay.
+ */
+export const wake = (heldId: string) =>
+  Effect.gen(function* () {
+    const { js } = yield* Nats
+    yield* Effect.tryPromise({
+      try: () => js.publish(Subjects.wake(heldId), new Uint8Array(0)),
+      catch: (cause) => new LedgerError({ operation: `wake ${heldId}`, message: String(cause), cause })
+    })
+  })
