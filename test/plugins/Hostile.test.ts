@@ -66,6 +66,15 @@ describe.each(["auto", "worker"] as const)("hostile plugins fail closed (isolati
     }).pipe(Effect.provide(pipelineLayer()))
   )
 
+  it.scoped("a loop of memory.fill over all memory is stopped by the time limit", () =>
+    Effect.gen(function* () {
+      const pin = pinOf("fixtures/memory-fill-forever", { timeout_ms: 100, memory_max_pages: 64 })
+      const r = yield* runHostile(pin)
+      expectFailClosed(r, pin, "timeout")
+      expect(r.elapsedMs).toBeLessThan(5_000)
+    }).pipe(Effect.provide(pipelineLayer()))
+  )
+
   it.scoped("a memory bomb in linear memory is stopped by the memory limit", () =>
     Effect.gen(function* () {
       const pin = pinOf("fixtures/memory-bomb", { memory_max_pages: 32 })

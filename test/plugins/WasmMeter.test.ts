@@ -32,6 +32,16 @@ describe("meterModule", () => {
     expect(fuel.value).toBe(78n)
   })
 
+  it("charges bulk memory instructions by size", async () => {
+    // (memory 1) (func (export "f") (memory.fill (i32.const 0) (i32.const 0) (i32.const 1600)))
+    const memSec = [0x05, 0x03, 0x01, 0x00, 0x01]
+    const fill = Uint8Array.from([...header, ...typeSec, ...funcSec, ...memSec, ...exportF, ...codeSec([0x00, 0x41, 0x00, 0x41, 0x00, 0x41, 0xc0, 0x0c, 0xfc, 0x0b, 0x00, 0x0b])])
+    const { f, fuel } = await instantiate(fill)
+    fuel.value = 1000n
+    f()
+    expect(fuel.value).toBe(1000n - 1n - 100n)
+  })
+
   it("traps when the fuel runs out, at the same point every time", async () => {
     const { f, fuel } = await instantiate(forever)
     for (let i = 0; i < 3; i++) {

@@ -1,7 +1,8 @@
 // Fuel metering by rewriting the wasm: one unit is charged at every function entry and every
-// loop iteration, from an exported i64 global the host sets before each call; at zero the
-// plugin traps. Every unbounded computation needs a loop or a call, and between two charges a
-// plugin runs at most the straight-line code of one function body, so fuel bounds time. It is
+// loop iteration, and bulk memory instructions (memory.fill/copy/init) are charged one unit per
+// 16 bytes, from an exported i64 global the host sets before each call; below one the plugin
+// traps. Every unbounded computation needs a loop or a call, and between two charges a plugin
+// runs at most the straight-line code of one function body, so fuel bounds time. It is
 // deterministic: a re-run exhausts at the same point. Instructions this decoder does not know
 // (SIMD, threads, exceptions) make metering refuse, and the host runs such a plugin in a
 // worker instead.
@@ -53,6 +54,19 @@ const leb = (n: number): number[] => {
   return out
 }
 
+/** Signed LEB128 of a non-negative integer (i64.const immediates). */
+const sleb = (n: number): number[] => {
+  const out = leb(n)
+  if ((out[out.length - 1]! & 0x40) !== 0) {
+    out[out.length - 1]! |= 0x80
+    out.push(0x00)
+  }
+  return out
+}
+
+/** Fuel for instantiation (the module's start function), before the host sets a call's budget. */
+export const StartFuel = 100_000_000
+
 const vec = (items: ReadonlyArray<ReadonlyArray<number> | Uint8Array>, count: number): Uint8Array => {
   const parts = [Uint8Array.from(leb(count)), ...items.map((i) => (i instanceof Uint8Array ? i : Uint8Array.from(i)))]
   return Buffer.concat(parts)
@@ -76,16 +90,21 @@ const skipMemarg = (r: Reader): void => {
  * Rewrites one function body (locals + code) with a charge at entry and after each `loop`.
  * Throws on an instruction it does not know.
  */
-const meterBody = (body: Uint8Array, charge: Uint8Array): Uint8Array => {
+const meterBody = (body: Uint8Array, params: number, charge: Uint8Array, bulkCharge: (scratch: number) => Uint8Array): Uint8Array => {
   const r = new Reader(body, 0)
   const localGroups = r.u32()
+  const groupsStart = r.pos
+  let locals = params
   for (let i = 0; i < localGroups; i++) {
-    r.u32()
+    locals += r.u32()
     r.byte()
   }
-  const out: Uint8Array[] = [body.subarray(0, r.pos), charge]
+  // One extra i32 local holds the byte count a bulk memory instruction is charged for.
+  const bulk = bulkCharge(locals)
+  const out: Uint8Array[] = [Uint8Array.from(leb(localGroups + 1)), body.subarray(groupsStart, r.pos), Uint8Array.from([0x01, 0x7f]), charge]
   let copied = r.pos
   while (r.pos < body.length) {
+    const opStart = r.pos
     const op = r.byte()
     switch (op) {
       case 0x03: // loop bt: charge at the top of every iteration
@@ -148,11 +167,17 @@ const meterBody = (body: Uint8Array, charge: Uint8Array): Uint8Array => {
       case 0xfc: {
         const sub = r.u32()
         if (sub <= 7) break
-        if (sub === 8 || sub === 12 || sub === 14 || sub === 10) {
-          r.u32()
-          r.u32()
-        } else if (sub === 9 || sub === 11 || sub === 13 || sub === 15 || sub === 16 || sub === 17) r.u32()
-        else throw new Error(`unsupported instruction 0xfc ${sub}`)
+        if (sub === 9 || sub === 13) {
+          r.u32() // data.drop, elem.drop
+          break
+        }
+        if (sub !== 8 && sub !== 10 && sub !== 11) throw new Error(`unsupported instruction 0xfc ${sub}`) // table bulk ops
+        // memory.init (data, mem), memory.copy (mem, mem), memory.fill (mem): the byte count is
+        // on top of the stack; charge it before the instruction runs.
+        r.u32()
+        if (sub !== 11) r.u32()
+        out.push(body.subarray(copied, opStart), bulk)
+        copied = opStart
         break
       }
       default:
@@ -217,9 +242,35 @@ export const meterModule = (bytes: Uint8Array): MeterResult => {
       globalItems = globals.body.subarray(gr.pos)
     }
     const fuel = leb(importedGlobals + definedGlobals)
-    // global.get f; i64.const 1; i64.sub; global.set f; global.get f; i64.eqz; if; unreachable; end
-    const charge = Uint8Array.from([0x23, ...fuel, 0x42, 0x01, 0x7d, 0x24, ...fuel, 0x23, ...fuel, 0x50, 0x04, 0x40, 0x00, 0x0b])
-    const newGlobals = section(6, Buffer.concat([Uint8Array.from(leb(definedGlobals + 1)), globalItems, Uint8Array.from([0x7e, 0x01, 0x42, 0x00, 0x0b])]))
+    // ... global.set f; global.get f; i64.const 1; i64.lt_s; if; unreachable; end
+    const check = [0x24, ...fuel, 0x23, ...fuel, 0x42, 0x01, 0x53, 0x04, 0x40, 0x00, 0x0b]
+    // global.get f; i64.const 1; i64.sub; <check>
+    const charge = Uint8Array.from([0x23, ...fuel, 0x42, 0x01, 0x7d, ...check])
+    // [n] local.tee s; global.get f; local.get s; i64.extend_i32_u; i64.const 4; i64.shr_u; i64.sub; <check>  -> [n]
+    const bulkCharge = (s: number) => Uint8Array.from([0x22, ...leb(s), 0x23, ...fuel, 0x20, ...leb(s), 0xad, 0x42, 0x04, 0x88, 0x7d, ...check])
+
+    // Parameter counts: locals are indexed after the parameters, so the scratch local needs them.
+    const paramsOfType: number[] = []
+    const types = sections.find((s) => s.id === 1)
+    if (types !== undefined) {
+      const tr = new Reader(types.body, 0)
+      const n = tr.u32()
+      for (let i = 0; i < n; i++) {
+        if (tr.byte() !== 0x60) throw new Error("unsupported type form")
+        const np = tr.u32()
+        tr.skip(np)
+        tr.skip(tr.u32())
+        paramsOfType.push(np)
+      }
+    }
+    const funcTypes: number[] = []
+    const funcs = sections.find((s) => s.id === 3)
+    if (funcs !== undefined) {
+      const fr = new Reader(funcs.body, 0)
+      const n = fr.u32()
+      for (let i = 0; i < n; i++) funcTypes.push(fr.u32())
+    }
+    const newGlobals = section(6, Buffer.concat([Uint8Array.from(leb(definedGlobals + 1)), globalItems, Uint8Array.from([0x7e, 0x01, 0x42, ...sleb(StartFuel), 0x0b])]))
 
     const exportsSec = sections.find((s) => s.id === 7)
     let exportCount = 0
@@ -239,7 +290,9 @@ export const meterModule = (bytes: Uint8Array): MeterResult => {
     const bodies: Uint8Array[] = []
     for (let i = 0; i < nBodies; i++) {
       const size = cr.u32()
-      const metered = meterBody(code.body.subarray(cr.pos, cr.pos + size), charge)
+      const params = paramsOfType[funcTypes[i] ?? -1]
+      if (params === undefined) throw new Error(`function ${i} has no type`)
+      const metered = meterBody(code.body.subarray(cr.pos, cr.pos + size), params, charge, bulkCharge)
       cr.skip(size)
       bodies.push(Buffer.concat([Uint8Array.from(leb(metered.length)), metered]))
     }
