@@ -1,0 +1,57 @@
+import type { CheckName, Violation } from "../AuditReport.js"
+import type { Traced } from "../HeldHistory.js"
+import type { PolicyHistory } from "../PolicyHistory.js"
+
+/** A delivery message as read from `WK_SESSIONS` (only the fields the checks look at). */
+export interface DeliveryMessage {
+  readonly seq: number
+  readonly held_id: string
+  readonly delivery_id: string
+  readonly outcome: string | null
+  readonly admission: string | null
+  readonly result: unknown
+}
+
+/** What the checks know besides the held call itself. */
+export interface CheckContext {
+  readonly policy: PolicyHistory
+  /** Deliveries by held id, when the sessions stream was read. */
+  readonly deliveries?: ReadonlyMap<string, ReadonlyArray<DeliveryMessage>>
+  /** Time of the newest event read (ms): later than this minus `settleMs` is still settling. */
+  readonly newestAt: number
+  /** How long the kernel may take to finish an outstanding step before it counts as missed. */
+  readonly settleMs: number
+}
+
+/** Something a check could not decide (not a violation). */
+export interface Unverified {
+  readonly held_id: string
+  readonly seqs: ReadonlyArray<number>
+  readonly message: string
+}
+
+/** What one check found in one held call. */
+export interface Finding {
+  readonly checked: number
+  readonly violations: ReadonlyArray<Violation>
+  readonly unverified: ReadonlyArray<Unverified>
+}
+
+/** A pure check over one re-folded held call. */
+export interface HeldCheck {
+  readonly name: CheckName
+  readonly run: (call: Traced, ctx: CheckContext) => Finding
+}
+
+/** Collects one check's findings for one call. */
+export const collector = (check: CheckName, heldId: string) => {
+  const violations: Array<Violation> = []
+  const unverified: Array<Unverified> = []
+  let checked = 0
+  return {
+    count: (n = 1) => void (checked += n),
+    fail: (seqs: ReadonlyArray<number>, message: string) => void violations.push({ check, held_id: heldId, seqs: [...seqs], message }),
+    unsure: (seqs: ReadonlyArray<number>, message: string) => void unverified.push({ held_id: heldId, seqs: [...seqs], message }),
+    done: (): Finding => ({ checked, violations, unverified })
+  }
+}

@@ -1,0 +1,100 @@
+import { Effect, Either } from "effect"
+import { rerunDecision } from "../../plugins/Rerun.js"
+import { pluginBy } from "../../plugins/Pipeline.js"
+import { resolvePin, type PluginPin } from "../../plugins/PluginPin.js"
+import { jcsDigest } from "../../schema/Canonical.js"
+import type { Decision, HeldEvent } from "../../schema/Events.js"
+import type { JsonValue } from "../../schema/Json.js"
+import type { AuditError } from "../AuditError.js"
+import type { Step, Traced } from "../HeldHistory.js"
+import type { PinnedWasm } from "../PluginObjects.js"
+import { collector, type CheckContext, type Finding } from "./Check.js"
+
+/** How far back from an admission event's time the kernel clock it gave the plugin is searched. */
+const AdmitClockSearchMs = 10_000
+
+const decisionsOf = (e: HeldEvent): ReadonlyArray<Decision> =>
+  e.type === "call.adjudicated" || e.type === "result.admitted" || e.type === "result.quarantined" ? e.decisions : []
+
+const stageOf = (d: Decision): string | undefined => {
+  const out = d.output
+  return typeof out === "object" && out !== null && !Array.isArray(out) && typeof (out as Record<string, unknown>)["stage"] === "string" ? String((out as Record<string, unknown>)["stage"]) : undefined
+}
+
+/**
+ * Rebuilds an admission decision's input (its record keeps only the digest): the effect's
+ * result, the pin's config and the kernel clock, which is searched back from the event's time.
+ */
+const admitInput = (s: Step, pin: PluginPin, inputDigest: string | undefined): JsonValue | undefined => {
+  const f = s.before
+  if (f.spec === null || f.effect === null || inputDigest === undefined) return undefined
+  const result: JsonValue = f.effect.ok ? ((f.effect.result ?? null) as JsonValue) : { error: f.effect.error ?? "tool failed" }
+  const base = { stage: "admit", principal: f.spec.principal, tool: f.spec.tool, args: f.spec.args, result, config: resolvePin(pin).config }
+  const at = Date.parse(s.event.at)
+  for (let now = at; now >= at - AdmitClockSearchMs; now--) {
+    const input = { ...base, now }
+    if (jcsDigest(input) === inputDigest) return input
+  }
+  return undefined
+}
+
+/**
+ * `plugin-rerun`: every recorded plugin decision (one with a digest) is re-run from the wasm
+ * pinned by that digest in the object store, with its recorded input and host-function values,
+ * under the pin's limits from the policy epoch it was made in, and must give the recorded output.
+ */
+export const rerunPlugins = (
+  calls: ReadonlyArray<Traced>,
+  ctx: CheckContext,
+  load: (sha256: string) => Effect.Effect<PinnedWasm, AuditError>
+): Effect.Effect<Finding, AuditError> =>
+  Effect.gen(function* () {
+    const violations: Array<Finding["violations"][number]> = []
+    const unverified: Array<Finding["unverified"][number]> = []
+    let checked = 0
+    for (const call of calls) {
+      const c = collector("plugin-rerun", call.heldId)
+      for (const s of call.steps) {
+        if (!s.fresh) continue
+        for (const d of decisionsOf(s.event)) {
+          if (d.digest === undefined) continue
+          c.count()
+          const epochNo = s.event.type === "call.adjudicated" ? s.event.policy_epoch : ctx.policy.at(s.seq, s.event.at)?.epoch
+          const epoch = epochNo === undefined ? undefined : ctx.policy.byEpoch(epochNo)
+          const pins = (epoch?.policy.profiles ?? []).flatMap((p) => p.plugins ?? [])
+          const pin = pins.find((p) => p.sha256 === d.digest && pluginBy(p) === d.by)
+          if (epoch !== undefined && pin === undefined) {
+            c.fail([s.seq], `${d.by} (${d.digest}) decided, but epoch ${epoch.epoch} pins no such plugin`)
+            continue
+          }
+          const wasm = yield* load(d.digest)
+          if (wasm.kind === "absent") {
+            c.fail([s.seq], `${d.by}: no wasm/${d.digest} in the plugin object store`)
+            continue
+          }
+          if (wasm.kind === "swapped") {
+            c.fail([s.seq], `${d.by}: the object store's wasm/${d.digest} holds other bytes (sha256 ${wasm.actual})`)
+            continue
+          }
+          let input: JsonValue | undefined
+          if (stageOf(d) === "admit") {
+            input = pin === undefined ? undefined : admitInput(s, pin, d.input_digest)
+            if (input === undefined) {
+              c.unsure([s.seq], `${d.by}: the admission input could not be rebuilt from the log (its record keeps only a digest)`)
+              continue
+            }
+          }
+          const limits = pin === undefined ? {} : { timeout_ms: resolvePin(pin).timeout_ms, memory_max_pages: resolvePin(pin).memory_max_pages, isolation: resolvePin(pin).isolation }
+          if (pin === undefined) c.unsure([s.seq], `${d.by}: no policy record for its epoch; re-run with default limits`)
+          const r = yield* Effect.either(rerunDecision(wasm.bytes, d, { ...limits, ...(input !== undefined ? { input } : {}) }))
+          if (Either.isLeft(r)) c.fail([s.seq], `${d.by}: re-run refused: ${r.left.detail}`)
+          else if (!r.right.matches) c.fail([s.seq], `${d.by}: re-run gave ${JSON.stringify(r.right.rerun)}, the log records ${JSON.stringify(r.right.recorded)}`)
+        }
+      }
+      const f = c.done()
+      checked += f.checked
+      violations.push(...f.violations)
+      unverified.push(...f.unverified)
+    }
+    return { checked, violations, unverified }
+  })

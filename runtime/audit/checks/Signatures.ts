@@ -1,0 +1,81 @@
+import { verifySignature } from "../../protocol/Authenticate.js"
+import { callDigest, heldIdOf, jcsDigest } from "../../schema/Canonical.js"
+import type { Envelope } from "../../schema/Envelope.js"
+import type { HeldEvent } from "../../schema/Events.js"
+import { collector, type HeldCheck } from "./Check.js"
+
+/** The `op` a signed event's envelope must carry. */
+const OpOf: Partial<Record<HeldEvent["type"], string>> = {
+  "call.proposed": "propose",
+  "attestation.accepted": "attest",
+  "attestation.rejected": "attest",
+  "call.cancelled": "cancel",
+  "delivery.acknowledged": "ack"
+}
+
+const envelopeOf = (e: HeldEvent): Envelope | undefined => ("envelope" in e ? e.envelope : undefined)
+
+/** Where an event and the request it carries disagree (the envelope must sign what the event says). */
+const mismatchOf = (heldId: string, e: HeldEvent, p: Envelope["payload"]): string | null => {
+  const differs = (field: string, mine: unknown, theirs: unknown) => (mine === theirs ? null : `event ${field} ${JSON.stringify(mine)} but the signed payload says ${JSON.stringify(theirs)}`)
+  switch (e.type) {
+    case "call.proposed": {
+      if (heldIdOf(String(p["principal"]), String(p["session_id"]), String(p["turn_id"]), String(p["call_id"])) !== heldId) return "the signed proposal derives another held id"
+      if (e.call_digest !== callDigest(e.tool, e.args)) return "call_digest is not sha256(JCS({tool, args})) of the event"
+      return differs("principal", e.principal, p["principal"]) ?? differs("session_id", e.session_id, p["session_id"]) ?? differs("turn_id", e.turn_id, p["turn_id"]) ?? differs("call_id", e.call_id, p["call_id"])
+    }
+    case "attestation.accepted":
+    case "attestation.rejected":
+      if (e.attestation_digest !== jcsDigest(p)) return "attestation_digest is not the digest of the signed attestation"
+      return differs("held_id", heldId, p["held_id"]) ?? differs("witness", e.witness, p["principal"]) ?? differs("class", e.class, p["class"])
+    case "call.cancelled":
+      return differs("held_id", heldId, p["held_id"]) ?? differs("by", e.by, p["principal"])
+    case "delivery.acknowledged":
+      return differs("held_id", heldId, p["held_id"]) ?? differs("delivery_id", e.delivery_id, p["delivery_id"])
+    default:
+      return null
+  }
+}
+
+/**
+ * `signatures`: every envelope in the log verifies (ed25519 over JCS of its payload), carries
+ * the op of its event, signs what its event records, and its key was registered to its
+ * principal in the registry in force at the event's time.
+ */
+export const signatures: HeldCheck = {
+  name: "signatures",
+  run: (call, ctx) => {
+    const c = collector("signatures", call.heldId)
+    for (const { seq, event } of call.steps) {
+      const env = envelopeOf(event)
+      const op = OpOf[event.type]
+      if (op === undefined) continue
+      if (env === undefined) {
+        if (event.type !== "call.proposed") c.fail([seq], `${event.type} carries no envelope`)
+        continue
+      }
+      c.count()
+      if (env.payload["op"] !== op) c.fail([seq], `${event.type} carries an envelope with op ${JSON.stringify(env.payload["op"])}, expected '${op}'`)
+      if (!verifySignature(env)) {
+        c.fail([seq], `${event.type}: the signature does not verify over the JCS of the payload`)
+        continue
+      }
+      const mismatch = mismatchOf(call.heldId, event, env.payload)
+      if (mismatch !== null) c.fail([seq], `${event.type}: ${mismatch}`)
+      const principal = env.payload["principal"]
+      if (typeof principal !== "string") {
+        c.fail([seq], `${event.type}: payload.principal is missing`)
+        continue
+      }
+      const inForce = ctx.policy.around(event.at)
+      if (inForce.length === 0) {
+        c.unsure([seq], `${event.type}: no policy record in force at ${event.at}; cannot tell whether the key was registered to ${principal}`)
+        continue
+      }
+      if (!inForce.some((p) => p.policy.principals.get(principal)?.keys.includes(env.key) ?? false)) {
+        c.fail([seq], `${event.type}: key ${env.key} was not registered to ${principal} at ${event.at} (epochs ${inForce.map((p) => p.epoch).join(", ")})`)
+      }
+    }
+    return c.done()
+  }
+}

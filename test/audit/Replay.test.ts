@@ -1,0 +1,197 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import type { NatsConnection } from "@nats-io/transport-node"
+import { jetstreamManager } from "@nats-io/jetstream"
+import { DemoBank } from "../../runtime/executor/DemoBank.js"
+import type { WitnessClient } from "../../runtime/client/Client.js"
+import { startTestNats, type TestNats } from "../support/TestNats.js"
+import { clientFor, connectAs, testProfile } from "../support/Principals.js"
+import { startKernel, type InProcessKernel } from "../support/InProcessKernel.js"
+import { eventsOf, eventually } from "../support/Stream.js"
+import { checkOf, copyStream, failedChecks, readAll, replayAs, type CopiedMessage } from "./support.js"
+
+// Real histories through an in-process kernel, replayed with the auditor's credentials; then
+// copies of the stream with one thing changed, each caught by the check that owns it.
+let nats: TestNats
+let kernel: InProcessKernel
+let bank: DemoBank
+let conns: Array<NatsConnection> = []
+let kernelConn: NatsConnection
+let alice: WitnessClient
+let carol: WitnessClient
+let zoe: WitnessClient
+let root: WitnessClient
+const profile = testProfile()
+
+let n = 0
+const transfer = (amount: number, extra: Record<string, unknown> = {}) => ({ session_id: "s-audit", turn_id: "t1", call_id: `a${++n}`, tool: "money_transfer", args: { from: `acct-${n}`, to: "shop", amount }, ...extra })
+type Held = { status: number; held_id: string; call_digest: string; generation: number; witness_request: { contract_digest: string } }
+const bindingOf = (h: Held) => ({ held_id: h.held_id, generation: h.generation, call_digest: h.call_digest, contract_digest: h.witness_request.contract_digest })
+const factsOf = async (id: string) => (await alice.get(id)).held as Record<string, unknown>
+const ids: Record<string, string> = {}
+
+beforeAll(async () => {
+  nats = await startTestNats()
+  kernel = await startKernel(nats.servers, [profile])
+  const [tool, agent, witness, k] = await Promise.all([connectAs(nats.servers, "tool"), connectAs(nats.servers, "agent"), connectAs(nats.servers, "witness"), connectAs(nats.servers, "kernel")])
+  conns = [tool, agent, witness, k]
+  kernelConn = k
+  bank = new DemoBank().serve(tool)
+  alice = clientFor(agent, "agent:alice")
+  carol = clientFor(witness, "user:carol")
+  zoe = clientFor(witness, "compliance:zoe")
+  root = clientFor(k, "admin:root")
+
+  // ALLOW, DENY (threshold and missing grant)
+  const allowed = (await alice.propose(transfer(50) as never)) as Held
+  expect(allowed.status).toBe(200)
+  ids["allow"] = allowed.held_id
+  const denied = (await alice.propose(transfer(500_000) as never)) as Held
+  expect(denied.status).toBe(403)
+  ids["deny"] = denied.held_id
+  const ungranted = (await clientFor(agent, "agent:bob").propose({ session_id: "s-audit", turn_id: "t1", call_id: "b1", tool: "bank_balance", args: {} } as never)) as Held
+  expect(ungranted.status).toBe(403)
+  // held + approve, delivered and acknowledged
+  const approved = (await alice.propose(transfer(5000) as never)) as Held
+  expect(approved.status).toBe(202)
+  ids["approved"] = approved.held_id
+  expect((await carol.attest({ ...bindingOf(approved), class: "human", decision: "approve" })).disposition).toBe("accepted")
+  expect(await alice.result(approved.held_id)).toMatchObject({ outcome: "completed", admission: "admitted" })
+  // veto
+  const vetoed = (await alice.propose(transfer(9000) as never)) as Held
+  ids["vetoed"] = vetoed.held_id
+  expect((await zoe.attest({ ...bindingOf(vetoed), class: "compliance", decision: "reject" })).disposition).toBe("accepted")
+  // expiry and cancel
+  const expiring = (await alice.propose(transfer(9100, { preferences: { expires_in_ms: 400 } }) as never)) as Held
+  ids["expired"] = expiring.held_id
+  const cancelled = (await alice.propose(transfer(9200) as never)) as Held
+  ids["cancelled"] = cancelled.held_id
+  expect(await alice.cancel(cancelled.held_id)).toEqual({ status: 200, lifecycle: "cancelled" })
+  // a parked call across a policy change, then approved under the new epoch
+  const parked = (await alice.propose(transfer(7000) as never)) as Held
+  ids["across-epochs"] = parked.held_id
+  expect((await root.applyPolicy(profile as never)).status).toBe(200)
+  await eventually(async () => (await factsOf(parked.held_id))["policy_epoch_checked"] === 2)
+  expect((await carol.attest({ ...bindingOf(parked), class: "human", decision: "approve" })).disposition).toBe("accepted")
+  // one left open, waiting for a witness
+  const open = (await alice.propose(transfer(7500) as never)) as Held
+  ids["open"] = open.held_id
+
+  for (const k of ["approved", "vetoed", "expired", "cancelled", "across-epochs"]) {
+    await eventually(async () => ["delivered", "acknowledged"].includes(String((await factsOf(ids[k]!))["continuation_delivery"])))
+  }
+}, 60_000)
+
+afterAll(async () => {
+  await kernel?.stop()
+  await Promise.all(conns.map((c) => c.close()))
+  await nats?.dispose()
+})
+
+describe("wk audit replay over real histories", () => {
+  it("passes every check with the auditor's read-only credentials", async () => {
+    const r = await eventually(async () => {
+      const x = await replayAs(nats.servers, "auditor")
+      return x.projection !== null && x.projection.lagging === 0 && x.projection.missing === 0 ? x : undefined
+    })
+    expect(failedChecks(r)).toEqual([])
+    expect(r.ok).toBe(true)
+    expect(r.policy_epochs).toEqual([1, 2])
+    expect(r.held_calls).toBe(9)
+    expect(checkOf(r, "signatures").checked).toBeGreaterThanOrEqual(12)
+    expect(checkOf(r, "attestation-binding")).toMatchObject({ status: "passed", checked: 3 })
+    expect(checkOf(r, "effect-safety")).toMatchObject({ status: "passed", checked: 3 })
+    expect(checkOf(r, "delivery")).toMatchObject({ status: "passed" })
+    expect(checkOf(r, "delivery").checked).toBeGreaterThanOrEqual(5)
+    expect(checkOf(r, "projection")).toMatchObject({ status: "passed" })
+    expect(r.projection!.matched).toBe(9)
+    expect(checkOf(r, "plugin-rerun").status).toBe("skipped")
+  })
+
+  it("selects one held call, a start sequence (earlier events backfilled) or a start time", async () => {
+    const one = await replayAs(nats.servers, "auditor", { selection: { held: ids["approved"]! } })
+    expect(one).toMatchObject({ ok: true, held_calls: 1, backfilled: 0 })
+    const events = await eventsOf(kernelConn, ids["across-epochs"]!)
+    const mid = events.find((e) => e.type === "attestation.accepted")!.seq
+    const tail = await replayAs(nats.servers, "auditor", { selection: { fromSeq: mid } })
+    expect(tail.ok).toBe(true)
+    expect(tail.backfilled).toBeGreaterThan(0)
+    expect(tail.first_seq).toBe(mid)
+    const none = await replayAs(nats.servers, "auditor", { selection: { since: new Date(Date.now() + 60_000) } })
+    expect(none).toMatchObject({ ok: true, events: 0, held_calls: 0 })
+  })
+})
+
+describe("tampered copies of the stream fail with the right check", () => {
+  let original: Array<CopiedMessage & { seq: number }>
+  const on = (id: string) => `wk.v1.events.${id}`
+  const replayCopy = async (edit: (ms: Array<CopiedMessage>) => Array<CopiedMessage>) => {
+    const stream = await copyStream(kernelConn, original, edit)
+    // The copy is renumbered, so the KV projection of the original is not comparable.
+    return replayAs(nats.servers, "kernel", { stream, factsBucket: null })
+  }
+
+  beforeAll(async () => {
+    original = await readAll(kernelConn)
+  })
+
+  it("an unmodified copy passes", async () => {
+    const r = await replayCopy((ms) => ms)
+    expect(failedChecks(r)).toEqual([])
+  })
+
+  it("an event removed: the approval behind a dispatch -> effect-safety", async () => {
+    const r = await replayCopy((ms) => ms.filter((m) => !(m.subject === on(ids["approved"]!) && m.body["type"] === "attestation.accepted")))
+    expect(failedChecks(r)).toContain("effect-safety")
+    const v = checkOf(r, "effect-safety").violations
+    expect(v.map((x) => x.held_id)).toEqual([ids["approved"]])
+    expect(v[0]!.message).toContain("invariant 2")
+  })
+
+  it("a message deleted from the stream leaves a gap -> stream", async () => {
+    const stream = await copyStream(kernelConn, original)
+    const jsm = await jetstreamManager(kernelConn)
+    await jsm.streams.deleteMessage(stream, 5)
+    const r = await replayAs(nats.servers, "kernel", { stream, factsBucket: null })
+    expect(failedChecks(r)).toContain("stream")
+  })
+
+  it("an attestation's contract digest changed (event and signed payload) -> attestation-binding and signatures", async () => {
+    const forged = "0".repeat(64)
+    const r = await replayCopy((ms) =>
+      ms.map((m) => {
+        if (m.subject !== on(ids["approved"]!) || m.body["type"] !== "attestation.accepted") return m
+        const env = m.body["envelope"] as { payload: Record<string, unknown> }
+        return { ...m, body: { ...m.body, contract_digest: forged, envelope: { ...env, payload: { ...env.payload, contract_digest: forged } } } }
+      })
+    )
+    expect(failedChecks(r)).toEqual(expect.arrayContaining(["attestation-binding", "signatures"]))
+    expect(checkOf(r, "attestation-binding").violations[0]).toMatchObject({ held_id: ids["approved"] })
+    expect(checkOf(r, "attestation-binding").violations[0]!.message).toContain("contract mismatch")
+  })
+
+  it("an effect added without readiness (a parked call dispatched and recorded) -> effect-safety", async () => {
+    const id = ids["open"]!
+    const key = `${id}:g1`
+    const at = new Date().toISOString()
+    const base = { held_id: id, generation: 1, at }
+    const r = await replayCopy((ms) => [
+      ...ms,
+      { subject: on(id), body: { ...base, type: "execution.leased", event_id: `execution.leased:${id}:${key}:a1`, owner: "forger", lease_until: at } },
+      { subject: on(id), body: { ...base, type: "effect.dispatched", event_id: `effect.dispatched:${id}:${key}:a1`, idempotency_key: key, attempt: 1, owner: "forger", lease_until: at, policy_epoch: 2 } },
+      { subject: on(id), body: { ...base, type: "effect.recorded", event_id: `effect.recorded:${id}:${key}`, idempotency_key: key, ok: true, result: {}, via: "dispatch" } }
+    ])
+    expect(failedChecks(r)).toEqual(["effect-safety"])
+    const v = checkOf(r, "effect-safety").violations
+    expect(v).toHaveLength(1)
+    expect(v[0]).toMatchObject({ held_id: id })
+    expect(v[0]!.message).toContain("readiness was unsatisfied")
+  })
+
+  it("a second effect recorded for one idempotency key -> effect-safety", async () => {
+    const id = ids["approved"]!
+    const recorded = original.find((m) => m.subject === on(id) && m.body["type"] === "effect.recorded")!
+    const r = await replayCopy((ms) => [...ms, { subject: on(id), body: { ...recorded.body, event_id: `${recorded.body["event_id"]}:again`, result: { amount: 5000, again: true } } }])
+    expect(failedChecks(r)).toEqual(["effect-safety"])
+    expect(checkOf(r, "effect-safety").violations[0]!.message).toContain("more than one effect recorded")
+  })
+})

@@ -1,0 +1,61 @@
+// Shared setup for the audit suites: real histories through an in-process kernel, and copies of
+// the events stream with modifications (the tampered histories).
+import { jetstream, jetstreamManager, DeliverPolicy, StorageType } from "@nats-io/jetstream"
+import type { NatsConnection } from "@nats-io/transport-node"
+import { Effect } from "effect"
+import { replayOver, type ReplayOptions } from "../../runtime/audit/Replay.js"
+import type { AuditReport, CheckName } from "../../runtime/audit/AuditReport.js"
+import { Streams } from "../../runtime/schema/Subjects.js"
+import { Roles } from "../support/TestNats.js"
+
+/** One message of the events stream, with its body parsed. */
+export interface CopiedMessage {
+  subject: string
+  body: Record<string, unknown>
+}
+
+/** Every message of a stream in order (kernel credentials). */
+export const readAll = async (nc: NatsConnection, stream: string = Streams.events): Promise<Array<CopiedMessage & { seq: number }>> => {
+  const jsm = await jetstreamManager(nc)
+  const info = await jsm.streams.info(stream)
+  const out: Array<CopiedMessage & { seq: number }> = []
+  if (info.state.messages === 0) return out
+  const consumer = await jetstream(nc).consumers.get(stream, { deliver_policy: DeliverPolicy.All })
+  const messages = await consumer.consume({ max_messages: 1000 })
+  for await (const m of messages) {
+    out.push({ seq: m.seq, subject: m.subject, body: m.json() })
+    if (m.info.pending === 0 || m.seq >= info.state.last_seq) break
+  }
+  await messages.close()
+  return out
+}
+
+let copies = 0
+
+/**
+ * Writes `messages` (after `edit`) into a new stream `WK_EVENTS_COPY<n>` on subjects
+ * `copy<n>.wk.v1.events.>`: the same history, renumbered from 1, as an attacker with write
+ * access to a stream could leave it. Returns the stream name.
+ */
+export const copyStream = async (nc: NatsConnection, messages: ReadonlyArray<CopiedMessage>, edit: (ms: Array<CopiedMessage>) => Array<CopiedMessage> = (ms) => ms): Promise<string> => {
+  const n = ++copies
+  const name = `WK_EVENTS_COPY${n}`
+  const prefix = `copy${n}.`
+  const jsm = await jetstreamManager(nc)
+  await jsm.streams.add({ name, subjects: [`${prefix}wk.v1.events.>`], storage: StorageType.Memory })
+  const js = jetstream(nc)
+  for (const m of edit(messages.map((x) => ({ subject: x.subject, body: structuredClone(x.body) })))) {
+    await js.publish(`${prefix}${m.subject}`, new TextEncoder().encode(JSON.stringify(m.body)))
+  }
+  return name
+}
+
+/** Replays with the given role's credentials. */
+export const replayAs = (servers: string, role: keyof typeof Roles, options: ReplayOptions = {}): Promise<AuditReport> =>
+  Effect.runPromise(replayOver({ servers, ...Roles[role] }, options))
+
+/** The names of the checks that failed. */
+export const failedChecks = (r: AuditReport): Array<CheckName> => r.checks.filter((c) => c.status === "failed").map((c) => c.name)
+
+/** A report's check by name. */
+export const checkOf = (r: AuditReport, name: CheckName) => r.checks.find((c) => c.name === name)!
