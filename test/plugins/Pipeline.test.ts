@@ -172,3 +172,46 @@ describe("pipeline", () => {
 
 const permutations = <A>(xs: ReadonlyArray<A>): ReadonlyArray<ReadonlyArray<A>> =>
   xs.length <= 1 ? [xs] : xs.flatMap((x, i) => permutations([...xs.slice(0, i), ...xs.slice(i + 1)]).map((rest) => [x, ...rest]))
+
+describe("faults at every stage", () => {
+  const trapAt = (stage: "transform" | "witness_contract" | "admit" | "observe", overrides: Partial<PluginPin> = {}) => pinOf("fixtures/trap-every-stage", { stages: [stage], ...overrides })
+  const faultIn = (ds: ReadonlyArray<Decision>, stage: string) => ds.find((d) => d.by === "plugin:trap-every-stage@1.0.0" && stageOf(d) === stage)!.output as { fault: string; fallback: string; message: string }
+
+  it.scoped("a transform fault fails closed before any adjudicator runs", () =>
+    Effect.gen(function* () {
+      const adj = yield* Adjudicator
+      const r = yield* adj.adjudicate({ proposal: proposal("search"), policy: policyWith([trapAt("transform"), fixed({ verdict: "ALLOW" })]), now: Now })
+      expect(r.verdict).toBe("DENY")
+      expect(faultIn(r.decisions, "transform")).toMatchObject({ fault: "trap", fallback: "DENY", message: expect.stringContaining("transform trap") })
+      expect(r.decisions.some((d) => stageOf(d) === "adjudicate")).toBe(false)
+    }).pipe(Effect.provide(pipelineLayer()))
+  )
+
+  it.scoped("a witness-contract provider fault denies, or (fallback REQUIRE_WITNESS) keeps the hold with the other contracts", () =>
+    Effect.gen(function* () {
+      const adj = yield* Adjudicator
+      const witness = fixed({ verdict: "REQUIRE_WITNESS", reason: "big", contract: { rule: { class: "finance" } } })
+      const denied = yield* adj.adjudicate({ proposal: proposal("search"), policy: policyWith([witness, trapAt("witness_contract")]), now: Now })
+      expect(denied.verdict).toBe("DENY")
+      expect(faultIn(denied.decisions, "witness_contract").fault).toBe("trap")
+      const held = yield* adj.adjudicate({ proposal: proposal("search"), policy: policyWith([witness, trapAt("witness_contract", { fallback: "REQUIRE_WITNESS" })]), now: Now })
+      expect(held.verdict).toBe("REQUIRE_WITNESS")
+      expect(held.contract).toEqual({ rule: { class: "finance" } })
+    }).pipe(Effect.provide(pipelineLayer()))
+  )
+
+  it.scoped("an admission fault quarantines; an observer fault changes nothing", () =>
+    Effect.gen(function* () {
+      const admission = yield* Admission
+      const q = yield* admission.admit({ principal: "alice", tool: "notes.read", args: {}, result: { ok: true }, policy: policyWith([trapAt("admit")]) })
+      expect(q.admitted).toBe(false)
+      expect(faultIn(q.decisions, "admit")).toMatchObject({ fault: "trap", fallback: "QUARANTINE" })
+      const a = yield* admission.admit({ principal: "alice", tool: "notes.read", args: {}, result: { ok: true }, policy: policyWith([secretScan, trapAt("observe")]) })
+      expect(a.admitted).toBe(true)
+      expect(faultIn(a.decisions, "observe")).toMatchObject({ fault: "trap", fallback: "ignore" })
+      const adj = yield* Adjudicator
+      const r = yield* adj.adjudicate({ proposal: proposal("search"), policy: policyWith([fixed({ verdict: "ALLOW" }), trapAt("observe")]), now: Now })
+      expect(r.verdict).toBe("ALLOW")
+    }).pipe(Effect.provide(pipelineLayer()))
+  )
+})
