@@ -12,7 +12,8 @@ import type { HeldHistory } from "./HeldHistory.js"
 import { makePinnedWasmLoader } from "./PluginObjects.js"
 import { DefaultRegistrySkewMs, policyHistory } from "./PolicyHistory.js"
 import { readOrdered, readSubject, streamLayout, type RawMessage, type ReadProgress } from "./StreamReader.js"
-import { compareProjection, rerunPlugins, type CheckContext, type DeliveryMessage } from "./checks/index.js"
+import { compareProjection, rerunPlugins, type CheckContext } from "./checks/index.js"
+import { readDeliveries } from "./Deliveries.js"
 import { PluginBucket } from "../plugins/PluginStore.js"
 
 /** Which part of the log to audit. Calls touched by the range are audited from their first event. */
@@ -41,17 +42,6 @@ export interface ReplayOptions {
 
 const decodePolicy = Schema.decodeUnknownEither(Schema.parseJson(PolicyApplied))
 const decodeFacts = Schema.decodeUnknownEither(HeldCallFacts)
-const decodeDelivery = Schema.decodeUnknownEither(
-  Schema.parseJson(
-    Schema.Struct({
-      held_id: Schema.String,
-      delivery_id: Schema.String,
-      outcome: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
-      admission: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
-      result: Schema.optional(Schema.Unknown)
-    })
-  )
-)
 const text = new TextDecoder()
 
 /**
@@ -211,25 +201,6 @@ export const replayOver = (nats: NatsOptions, options: ReplayOptions = {}): Effe
   replay(options).pipe(Effect.provide(Layer.mapError(layerNats({ name: "wk-auditor", ...nats }), auditError("connect"))))
 
 const range = (from: number, to: number): Array<number> => Array.from({ length: Math.min(to - from, 100) }, (_, i) => from + i)
-
-/** Deliveries of the selected calls from the sessions stream; unreadable (permissions) is a skip, not an error. */
-const readDeliveries = (stream: string, calls: ReadonlyMap<string, unknown>) =>
-  Effect.gen(function* () {
-    const layout = yield* Effect.either(streamLayout(stream))
-    if (Either.isLeft(layout)) return { _tag: "skipped" as const, note: `cannot read ${stream}: ${layout.left.message}` }
-    const byHeld = new Map<string, Array<DeliveryMessage>>()
-    const read = yield* Effect.either(
-      readOrdered(stream, { fromSeq: layout.right.firstSeq }, layout.right.lastSeq, (m) => {
-        const d = decodeDelivery(text.decode(m.data))
-        if (Either.isLeft(d) || !calls.has(d.right.held_id)) return
-        const list = byHeld.get(d.right.held_id) ?? []
-        list.push({ seq: m.seq, ...d.right, result: d.right.result ?? null })
-        byHeld.set(d.right.held_id, list)
-      })
-    )
-    if (Either.isLeft(read)) return { _tag: "skipped" as const, note: `cannot read ${stream}: ${read.left.message}` }
-    return { _tag: "read" as const, byHeld: byHeld as ReadonlyMap<string, ReadonlyArray<DeliveryMessage>> }
-  })
 
 /** Compares every re-folded call with its KV projection (64 reads in flight). */
 const compareAll = (bucket: string, traced: ReadonlyArray<{ readonly heldId: string; readonly facts: HeldCallFacts }>) =>

@@ -4,10 +4,11 @@ import { NodeContext, NodeRuntime } from "@effect/platform-node"
 import { Effect } from "effect"
 import { kernelCommand, startCommand } from "./KernelCommands.js"
 import { proposeCommand } from "./ProposeCommand.js"
+import { auditCommand } from "./AuditCommands.js"
 
 const wk = Command.make("wk").pipe(
   Command.withDescription("Witness Kernel: governed tool calls for AI agents"),
-  Command.withSubcommands([startCommand, kernelCommand, proposeCommand])
+  Command.withSubcommands([startCommand, kernelCommand, proposeCommand, auditCommand])
 )
 
 const cli = Command.run(wk, { name: "wk", version: "0.1.0" })

@@ -8,6 +8,17 @@ import { clientFor, connectAs, testProfile } from "../support/Principals.js"
 import { startKernel, type InProcessKernel } from "../support/InProcessKernel.js"
 import { eventsOf, eventually } from "../support/Stream.js"
 import { checkOf, copyStream, failedChecks, readAll, replayAs, type CopiedMessage } from "./support.js"
+import { Effect } from "effect"
+import { spawnSync } from "node:child_process"
+import { join } from "node:path"
+import { exportOver } from "../../runtime/audit/Export.js"
+import { verifyExport } from "../../runtime/audit/VerifyExport.js"
+import { repoRoot } from "../../runtime/cli/Paths.js"
+import { Roles } from "../support/TestNats.js"
+
+/** Runs `wk ...` as its own process. */
+const wk = (args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
+  spawnSync(process.execPath, ["--import", "tsx", join(repoRoot, "runtime/cli/main.ts"), ...args], { cwd: repoRoot, env: { ...process.env, NATS_URL: "", ...env }, encoding: "utf8", timeout: 60_000 })
 
 // Real histories through an in-process kernel, replayed with the auditor's credentials; then
 // copies of the stream with one thing changed, each caught by the check that owns it.
@@ -193,5 +204,61 @@ describe("tampered copies of the stream fail with the right check", () => {
     const r = await replayCopy((ms) => [...ms, { subject: on(id), body: { ...recorded.body, event_id: `${recorded.body["event_id"]}:again`, result: { amount: 5000, again: true } } }])
     expect(failedChecks(r)).toEqual(["effect-safety"])
     expect(checkOf(r, "effect-safety").violations[0]!.message).toContain("more than one effect recorded")
+  })
+})
+
+describe("wk audit export", () => {
+  it("exports one call as a document that verifies offline with its public keys alone; any edit breaks it", async () => {
+    const doc = await Effect.runPromise(exportOver({ servers: nats.servers, ...Roles.auditor }, { held: ids["approved"]! }))
+    expect(doc.events.map((e) => e.event.type)).toContain("attestation.accepted")
+    expect(Object.keys(doc.keys).sort()).toEqual(["agent:alice", "user:carol"])
+    expect(doc.registry.map((r) => r.epoch)).toEqual([1, 2])
+    expect(doc.deliveries!.length).toBeGreaterThanOrEqual(1)
+    // Through JSON, as an external party receives it.
+    const received = JSON.parse(JSON.stringify(doc)) as typeof doc
+    const v = verifyExport(received)
+    expect(v.problems).toEqual([])
+    expect(v.checks.filter((c) => c.status === "failed")).toEqual([])
+    expect(v.ok).toBe(true)
+
+    const edited = structuredClone(received) as { events: Array<{ event: Record<string, unknown> }> }
+    const att = edited.events.find((e) => e.event["type"] === "attestation.accepted")!
+    ;(att.event["envelope"] as { payload: Record<string, unknown> }).payload["nonce"] = "another-nonce-123"
+    const broken = verifyExport(edited)
+    expect(broken.ok).toBe(false)
+    expect(broken.problems).toContain("events_digest does not match the events")
+    expect(broken.checks.find((c) => c.name === "signatures")!.status).toBe("failed")
+
+    const otherKey = structuredClone(received) as { keys: Record<string, Array<string>> }
+    otherKey.keys["user:carol"] = ["A".repeat(43) + "="]
+    expect(verifyExport(otherKey).problems.some((p) => p.includes("not among the exported keys"))).toBe(true)
+    expect(verifyExport({ format: "something else" }).ok).toBe(false)
+  })
+})
+
+describe("the wk audit CLI", () => {
+  it("replay prints a summary and exits 0 on the real log, 1 on a tampered copy; --json is the machine report", async () => {
+    const server = `nats://${nats.servers}`
+    const ok = wk(["audit", "replay", "--server", server, "--quiet"])
+    expect(ok.stdout).toContain("OK: no violations")
+    expect(ok.stdout).toMatch(/ok {3}effect-safety/)
+    expect(ok.status).toBe(0)
+    const json = wk(["audit", "replay", "--held", ids["approved"]!, "--json", "--quiet"], { NATS_URL: server })
+    expect(json.status).toBe(0)
+    expect(JSON.parse(json.stdout)).toMatchObject({ ok: true, held_calls: 1, selection: { held: ids["approved"] } })
+    const original = await readAll(kernelConn)
+    const stream = await copyStream(kernelConn, original, (ms) => ms.filter((m) => !(m.subject === `wk.v1.events.${ids["approved"]}` && m.body["type"] === "attestation.accepted")))
+    const bad = wk(["audit", "replay", "--server", server, "--user", "kernel", "--pass", "kernel-dev", "--stream", stream, "--no-projection", "--quiet"])
+    expect(bad.stdout).toContain("FAIL effect-safety")
+    expect(bad.status).toBe(1)
+  })
+
+  it("export writes a document that verify accepts", () => {
+    const file = join(nats.storeDir, "export.json")
+    const ex = wk(["audit", "export", "--server", `nats://${nats.servers}`, "--held", ids["vetoed"]!, "--out", file])
+    expect(ex.status).toBe(0)
+    const v = wk(["audit", "verify", "--file", file])
+    expect(v.stdout).toContain("OK: the export verifies")
+    expect(v.status).toBe(0)
   })
 })

@@ -1,0 +1,73 @@
+import { Effect, Either, Layer, Schema } from "effect"
+import { layerNats, type Nats, type NatsOptions } from "../ledger/Nats.js"
+import { decodeEventBytes } from "../ledger/EventLog.js"
+import { jcsDigest } from "../schema/Canonical.js"
+import type { SequencedEvent } from "../schema/Events.js"
+import type { JsonValue } from "../schema/Json.js"
+import { PolicyApplied } from "../schema/PolicyApplied.js"
+import { Streams } from "../schema/Subjects.js"
+import { AuditError, auditError } from "./AuditError.js"
+import { readDeliveries } from "./Deliveries.js"
+import { ExportFormat, type ExportDocument, type RegistryEpoch } from "./ExportDocument.js"
+import { readSubject, streamLayout } from "./StreamReader.js"
+import { activePolicy } from "../policy/ActivePolicy.js"
+
+export interface ExportOptions {
+  readonly held: string
+  readonly stream?: string
+  /** The deliveries stream (default `WK_SESSIONS`); null leaves deliveries out. */
+  readonly sessionsStream?: string | null
+}
+
+const decodePolicy = Schema.decodeUnknownEither(Schema.parseJson(PolicyApplied))
+
+/**
+ * `wk audit export` as a library: one held call's events exactly as stored, the registry of
+ * every recorded policy epoch (public keys and classes only), the public keys of its signers,
+ * and its deliveries: everything `verifyExport` needs, nothing secret.
+ */
+export const exportHeld = (options: ExportOptions): Effect.Effect<ExportDocument, AuditError, Nats> =>
+  Effect.gen(function* () {
+    const stream = options.stream ?? Streams.events
+    const layout = yield* streamLayout(stream)
+    const raw = yield* readSubject(stream, `${layout.prefix}${options.held}`)
+    if (raw.length === 0) return yield* new AuditError({ operation: "export", message: `no events for ${options.held} in ${stream}` })
+    // Events exactly as stored (decoded only to validate them): nothing the kernel wrote is dropped.
+    const events: Array<{ seq: number; event: SequencedEvent["event"] }> = []
+    for (const m of raw) {
+      yield* Effect.try({ try: () => decodeEventBytes(m.data), catch: auditError(`decode event at seq ${m.seq}`) })
+      events.push({ seq: m.seq, event: JSON.parse(new TextDecoder().decode(m.data)) as SequencedEvent["event"] })
+    }
+    const registry: Array<RegistryEpoch> = []
+    for (const m of yield* readSubject(stream, `${layout.prefix}_policy`)) {
+      const r = decodePolicy(new TextDecoder().decode(m.data))
+      if (Either.isLeft(r) || registry.some((x) => x.epoch === r.right.epoch)) continue
+      registry.push({ epoch: r.right.epoch, at: r.right.at, principals: Object.fromEntries(activePolicy(r.right.epoch, r.right.profiles).principals) })
+    }
+    const keys: Record<string, Array<string>> = {}
+    for (const { event } of events) {
+      if (!("envelope" in event) || event.envelope === undefined) continue
+      const principal = String(event.envelope.payload["principal"])
+      const list = (keys[principal] ??= [])
+      if (!list.includes(event.envelope.key)) list.push(event.envelope.key)
+    }
+    const sessions = options.sessionsStream === undefined ? Streams.sessions : options.sessionsStream
+    const deliveries = sessions === null ? undefined : yield* readDeliveries(sessions, new Map([[options.held, true]]))
+    const delivered = deliveries?._tag === "read" ? (deliveries.byHeld.get(options.held) ?? []).map((d) => ({ ...d, result: (d.result ?? null) as JsonValue })) : undefined
+    const doc: ExportDocument = {
+      format: ExportFormat,
+      held_id: options.held,
+      stream,
+      exported_at: new Date().toISOString(),
+      events,
+      registry,
+      keys,
+      ...(delivered !== undefined ? { deliveries: delivered } : {}),
+      events_digest: jcsDigest(events)
+    }
+    return doc
+  })
+
+/** `exportHeld` over its own connection (the CLI's entry point). */
+export const exportOver = (nats: NatsOptions, options: ExportOptions): Effect.Effect<ExportDocument, AuditError> =>
+  exportHeld(options).pipe(Effect.provide(Layer.mapError(layerNats({ name: "wk-auditor", ...nats }), auditError("connect"))))

@@ -1,0 +1,37 @@
+import { Schema } from "effect"
+import { HeldEvent } from "../schema/Events.js"
+import { PrincipalEntry } from "../schema/Profile.js"
+import { JsonValue } from "../schema/Json.js"
+
+/** The format tag of `wk audit export` documents. */
+export const ExportFormat = "wk.audit.export/v1"
+
+/** The principal registry of one policy epoch: public keys and witness classes only. */
+export const RegistryEpoch = Schema.Struct({
+  epoch: Schema.Int,
+  at: Schema.String,
+  principals: Schema.Record({ key: Schema.String, value: PrincipalEntry })
+})
+export type RegistryEpoch = typeof RegistryEpoch.Type
+
+/**
+ * One held call's full history as exported: every event exactly as stored (signed envelopes
+ * included), the registry epochs it was judged under, the public keys of every signer, and
+ * the deliveries of its result. Verifiable offline with `verifyExport`.
+ */
+export const ExportDocument = Schema.Struct({
+  format: Schema.Literal(ExportFormat),
+  held_id: Schema.String,
+  stream: Schema.String,
+  exported_at: Schema.String,
+  events: Schema.Array(Schema.Struct({ seq: Schema.Int, event: HeldEvent })),
+  registry: Schema.Array(RegistryEpoch),
+  /** Public keys (base64 ed25519) of every principal that signed an event of this call. */
+  keys: Schema.Record({ key: Schema.String, value: Schema.Array(Schema.String) }),
+  deliveries: Schema.optional(
+    Schema.Array(Schema.Struct({ seq: Schema.Int, held_id: Schema.String, delivery_id: Schema.String, outcome: Schema.NullOr(Schema.String), admission: Schema.NullOr(Schema.String), result: JsonValue }))
+  ),
+  /** sha256 of JCS(events): a receipt to quote when the document is handed over. */
+  events_digest: Schema.String
+})
+export type ExportDocument = typeof ExportDocument.Type

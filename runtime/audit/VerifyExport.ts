@@ -1,0 +1,51 @@
+import { Either, Schema } from "effect"
+import { jcsDigest } from "../schema/Canonical.js"
+import type { Envelope } from "../schema/Envelope.js"
+import { auditHistories } from "./Audit.js"
+import type { CheckResult } from "./AuditReport.js"
+import { ExportDocument } from "./ExportDocument.js"
+import { policyHistory } from "./PolicyHistory.js"
+import type { DeliveryMessage } from "./checks/Check.js"
+
+/** What `verifyExport` concluded. */
+export interface ExportVerification {
+  readonly ok: boolean
+  /** Problems with the document itself (format, digest, keys). */
+  readonly problems: ReadonlyArray<string>
+  /** The pure audit checks over the exported history (signatures, binding, effect safety, delivery). */
+  readonly checks: ReadonlyArray<CheckResult>
+}
+
+/**
+ * Verifies an exported held call offline, with nothing but the document (its public keys and
+ * registry): the events digest, that every envelope's key is among the exported keys of its
+ * principal, and every pure audit check over the history, the same code `wk audit replay` runs.
+ */
+export const verifyExport = (input: unknown): ExportVerification => {
+  const decoded = Schema.decodeUnknownEither(ExportDocument)(input)
+  if (Either.isLeft(decoded)) return { ok: false, problems: [`not an export document: ${decoded.left.message.slice(0, 300)}`], checks: [] }
+  const doc = decoded.right
+  const problems: Array<string> = []
+  // Over the events as given, so a field this version does not know still counts.
+  if (jcsDigest((input as { readonly events: unknown }).events) !== doc.events_digest) problems.push("events_digest does not match the events")
+  for (const { seq, event } of doc.events) {
+    if (event.held_id !== doc.held_id) problems.push(`seq ${seq}: an event of ${event.held_id} in the export of ${doc.held_id}`)
+    const env: Envelope | undefined = "envelope" in event ? event.envelope : undefined
+    if (env === undefined) continue
+    const principal = String(env.payload["principal"])
+    if (!(doc.keys[principal] ?? []).includes(env.key)) problems.push(`seq ${seq}: the key of ${principal} is not among the exported keys`)
+  }
+  const policy = policyHistory(
+    doc.registry.map((r) => ({ type: "policy.applied" as const, event_id: `policy.applied:e${r.epoch}`, epoch: r.epoch, at: r.at, profiles: [{ name: `registry@e${r.epoch}`, principals: r.principals }] }))
+  )
+  const newest = doc.events.reduce((t, e) => Math.max(t, Date.parse(e.event.at)), 0)
+  const deliveries = doc.deliveries === undefined ? undefined : new Map<string, ReadonlyArray<DeliveryMessage>>([[doc.held_id, doc.deliveries]])
+  const { checks } = auditHistories([{ heldId: doc.held_id, events: doc.events }], {
+    policy,
+    newestAt: Math.max(newest, Date.parse(doc.exported_at)),
+    settleMs: 30_000,
+    ...(deliveries !== undefined ? { deliveries } : {})
+  })
+  const violations = checks.reduce((n, c) => n + c.violations.length, 0)
+  return { ok: problems.length === 0 && violations === 0, problems, checks }
+}

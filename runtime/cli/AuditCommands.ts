@@ -1,0 +1,108 @@
+import { Command, Options } from "@effect/cli"
+import { Console, Effect, Option } from "effect"
+import { readFileSync, writeFileSync } from "node:fs"
+import { natsOptionsFromUrl, type NatsOptions } from "../ledger/Nats.js"
+import { exportOver } from "../audit/Export.js"
+import { replayOver, type Selection } from "../audit/Replay.js"
+import { formatProgress, formatReport } from "../audit/Summary.js"
+import { verifyExport } from "../audit/VerifyExport.js"
+
+const defaultServer = () => process.env["NATS_URL"] ?? `nats://127.0.0.1:${process.env["WK_NATS_PORT"] ?? 4322}`
+
+const connection = {
+  server: Options.text("server").pipe(Options.optional, Options.withDescription("NATS URL (default NATS_URL, else nats://127.0.0.1:4322)")),
+  user: Options.text("user").pipe(Options.optional, Options.withDescription("NATS user (default: the URL's, else the read-only auditor)")),
+  pass: Options.text("pass").pipe(Options.optional, Options.withDescription("NATS password (default: the URL's, else auditor-dev)")),
+  stream: Options.text("stream").pipe(Options.withDefault("WK_EVENTS"), Options.withDescription("events stream to read (a copy works too)"))
+}
+
+/** --user/--pass, else the URL's credentials, else the auditor's. */
+const natsOf = (o: { server: Option.Option<string>; user: Option.Option<string>; pass: Option.Option<string> }): NatsOptions => {
+  const fromUrl = natsOptionsFromUrl(Option.getOrElse(o.server, defaultServer), { user: "auditor", pass: "auditor-dev" })
+  return { ...fromUrl, user: Option.getOrElse(o.user, () => fromUrl.user ?? "auditor"), pass: Option.getOrElse(o.pass, () => fromUrl.pass ?? "auditor-dev") }
+}
+
+/** `wk audit replay`: re-derives and checks every decision from the log; exit code 1 on any violation. */
+const replayCommand = Command.make(
+  "replay",
+  {
+    ...connection,
+    fromSeq: Options.integer("from-seq").pipe(Options.optional, Options.withDescription("start at this stream sequence")),
+    since: Options.text("since").pipe(Options.optional, Options.withDescription("start at this time (RFC 3339)")),
+    held: Options.text("held").pipe(Options.optional, Options.withDescription("audit one held call")),
+    json: Options.boolean("json").pipe(Options.withDescription("print the machine report (JSON) instead of the summary")),
+    rerunPlugins: Options.boolean("rerun-plugins").pipe(Options.withDescription("re-run recorded plugin decisions from the pinned wasm")),
+    noProjection: Options.boolean("no-projection").pipe(Options.withDescription("do not compare with the KV projection")),
+    factsBucket: Options.text("facts-bucket").pipe(Options.withDefault("wk_facts")),
+    sessionsStream: Options.text("sessions-stream").pipe(Options.withDefault("WK_SESSIONS")),
+    pluginBucket: Options.text("plugin-bucket").pipe(Options.withDefault("wk_plugins")),
+    quiet: Options.boolean("quiet").pipe(Options.withDescription("no progress lines on stderr"))
+  },
+  (o) =>
+    Effect.gen(function* () {
+      const chosen = [Option.isSome(o.fromSeq), Option.isSome(o.since), Option.isSome(o.held)].filter(Boolean).length
+      if (chosen > 1) return yield* Effect.fail(new Error("choose one of --from-seq, --since, --held"))
+      let selection: Selection = { fromSeq: Option.getOrElse(o.fromSeq, () => 1) }
+      if (Option.isSome(o.held)) selection = { held: o.held.value }
+      if (Option.isSome(o.since)) {
+        const t = new Date(o.since.value)
+        if (Number.isNaN(t.getTime())) return yield* Effect.fail(new Error(`--since is not a time: ${o.since.value}`))
+        selection = { since: t }
+      }
+      const report = yield* replayOver(natsOf(o), {
+        stream: o.stream,
+        selection,
+        factsBucket: o.noProjection ? null : o.factsBucket,
+        sessionsStream: o.sessionsStream,
+        rerunPlugins: o.rerunPlugins,
+        pluginBucket: o.pluginBucket,
+        ...(o.quiet ? {} : { onProgress: (p) => process.stderr.write(`${formatProgress(p)}\n`) })
+      })
+      yield* Console.log(o.json ? JSON.stringify(report, null, 2) : formatReport(report))
+      if (!report.ok) process.exitCode = 1
+    })
+).pipe(Command.withDescription("Replay WK_EVENTS, re-fold every held call and check the kernel's invariants (non-zero exit on any violation)"))
+
+/** `wk audit export --held <id>`: one self-verifying JSON document of a held call's history. */
+const exportCommand = Command.make(
+  "export",
+  {
+    ...connection,
+    held: Options.text("held").pipe(Options.withDescription("the held call to export")),
+    out: Options.text("out").pipe(Options.optional, Options.withDescription("write to this file instead of stdout"))
+  },
+  (o) =>
+    Effect.gen(function* () {
+      const doc = yield* exportOver(natsOf(o), { held: o.held, stream: o.stream })
+      const text = JSON.stringify(doc, null, 2)
+      if (Option.isSome(o.out)) writeFileSync(o.out.value, text)
+      else yield* Console.log(text)
+    })
+).pipe(Command.withDescription("Export one held call's full history (signed envelopes, registry, public keys) as one JSON document"))
+
+/** `wk audit verify <file>`: checks an exported document offline, with its public keys alone. */
+const verifyCommand = Command.make(
+  "verify",
+  { file: Options.text("file").pipe(Options.withDescription("an exported document")), json: Options.boolean("json") },
+  (o) =>
+    Effect.gen(function* () {
+      const input = yield* Effect.try({ try: () => JSON.parse(readFileSync(o.file, "utf8")) as unknown, catch: (e) => new Error(`cannot read ${o.file}: ${String(e)}`) })
+      const v = verifyExport(input)
+      if (o.json) yield* Console.log(JSON.stringify(v, null, 2))
+      else {
+        for (const p of v.problems) yield* Console.log(`  FAIL ${p}`)
+        for (const c of v.checks) {
+          yield* Console.log(`  ${c.status.padEnd(7)} ${c.name}: ${c.checked} checked`)
+          for (const x of c.violations) yield* Console.log(`         seq ${x.seqs.join(",")}: ${x.message}`)
+        }
+        yield* Console.log(v.ok ? "OK: the export verifies" : "FAILED")
+      }
+      if (!v.ok) process.exitCode = 1
+    })
+).pipe(Command.withDescription("Verify an exported held call offline"))
+
+/** `wk audit`: replay, export and verify. */
+export const auditCommand = Command.make("audit").pipe(
+  Command.withDescription("Auditor tools: replay the log and check every decision, export one call"),
+  Command.withSubcommands([replayCommand, exportCommand, verifyCommand])
+)
