@@ -295,8 +295,4 @@ describe("replay of a log recorded by an older kernel", () => {
     const facts = reduce(expected.held_id, decodeLog(raw))
     expect(JSON.parse(JSON.stringify(facts))).toEqual({ ...expected, lease_until: null })
   })
-
-  it("(today only effect.dispatched fails to decode)", () => {
-    expect(undecodable(raw)).toEqual(["15:effect.dispatched"])
-  })
 })

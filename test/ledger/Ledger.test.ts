@@ -231,13 +231,6 @@ describe("HeldCallStore", () => {
     const loaded = await b.runPromise(Effect.either(loadFresh(h)))
     expect(loaded._tag === "Left" ? loaded.left : loaded.right?.facts).toEqual(appended.facts)
   })
-
-  it("(the bug above, as it behaves today: the load fails with a LedgerError naming the projection)", async () => {
-    const h = newHeldId()
-    const appended = await appendNew(a, h, story(h))
-    await a.runPromise(putOldShapedProjection(h, appended.facts))
-    expect(await b.runPromise(Effect.flip(loadFresh(h)))).toMatchObject({ _tag: "LedgerError", operation: `read projection of ${h}` })
-  })
 })
 
 describe("projection writes never regress", () => {
