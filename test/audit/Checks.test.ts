@@ -1,0 +1,148 @@
+import { describe, expect, it } from "vitest"
+import { readFileSync } from "node:fs"
+import { join } from "node:path"
+import { Schema } from "effect"
+import { auditHistories } from "../../runtime/audit/Audit.js"
+import type { CheckName } from "../../runtime/audit/AuditReport.js"
+import { policyHistory } from "../../runtime/audit/PolicyHistory.js"
+import type { CheckContext, DeliveryMessage } from "../../runtime/audit/checks/Check.js"
+import { HeldEvent, type SequencedEvent } from "../../runtime/schema/Events.js"
+import type { Profile } from "../../runtime/schema/Profile.js"
+import { testProfile } from "../support/Principals.js"
+
+// The pure checks over in-memory event lists: the recorded witnessed transfer (an edit, two
+// refused attestations, a 2-of-human quorum), as recorded and with one thing changed.
+const fixture = JSON.parse(readFileSync(join(import.meta.dirname, "..", "fixtures", "witnessed-transfer.events.json"), "utf8")) as Array<Record<string, unknown> & { seq: number }>
+const decode = Schema.decodeUnknownSync(HeldEvent)
+const recorded: Array<SequencedEvent> = fixture.map(({ seq, ...e }) => ({ seq, event: decode(e) }))
+const heldId = recorded[0]!.event.held_id
+const t0 = recorded[0]!.event.at
+const profile = testProfile({ rules: { money_transfer: { amount_field: "amount", witness_above: 1000, deny_above: 100_000, contract: { rule: { class: "human", count: 2 }, veto: ["compliance"] } } } })
+const before = (iso: string, ms: number) => new Date(Date.parse(iso) - ms).toISOString()
+const record = (epoch: number, at: string, profiles: ReadonlyArray<Profile> = [profile]) => ({ type: "policy.applied" as const, event_id: `policy.applied:e${epoch}`, epoch, at, profiles })
+
+const ctxWith = (over: Partial<CheckContext> = {}): CheckContext => ({
+  policy: policyHistory([record(1, before(t0, 60_000))]),
+  newestAt: Date.parse(recorded.at(-1)!.event.at),
+  settleMs: 30_000,
+  ...over
+})
+const audit = (events: ReadonlyArray<SequencedEvent>, ctx = ctxWith()) => auditHistories([{ heldId, events }], ctx).checks
+const failed = (checks: ReturnType<typeof audit>): Array<CheckName> => checks.filter((c) => c.status === "failed").map((c) => c.name)
+const check = (checks: ReturnType<typeof audit>, name: CheckName) => checks.find((c) => c.name === name)!
+const edit = (f: (e: Record<string, unknown>, seq: number) => Record<string, unknown> | null): Array<SequencedEvent> =>
+  recorded.flatMap(({ seq, event }) => {
+    const out = f(structuredClone(event) as unknown as Record<string, unknown>, seq)
+    return out === null ? [] : [{ seq, event: out as unknown as HeldEvent }]
+  })
+const accepted = recorded.filter((e) => e.event.type === "attestation.accepted" && e.event.generation === 2 && e.event.decision === "approve")
+
+describe("pure checks over the recorded witnessed transfer", () => {
+  it("the recorded history passes every check", () => {
+    const checks = audit(recorded)
+    expect(failed(checks)).toEqual([])
+    expect(check(checks, "signatures")).toMatchObject({ status: "passed", checked: 9 })
+    expect(check(checks, "attestation-binding")).toMatchObject({ status: "passed", checked: 4 })
+    expect(check(checks, "effect-safety")).toMatchObject({ status: "passed", checked: 1 })
+  })
+
+  it("with no policy record, key registration is unverified (pending), not passed and not failed", () => {
+    const checks = audit(recorded, ctxWith({ policy: policyHistory([]) }))
+    expect(failed(checks)).toEqual([])
+    expect(check(checks, "signatures").status).toBe("pending")
+    expect(check(checks, "signatures").unverified.length).toBe(9)
+  })
+
+  it("keys are judged against the registry in force at the event's time", () => {
+    const withoutCarol = { ...profile, principals: Object.fromEntries(Object.entries(profile.principals!).filter(([p]) => p !== "user:carol")) }
+    // carol was never registered: her attestations fail signatures (and acceptance).
+    const never = audit(recorded, ctxWith({ policy: policyHistory([record(1, before(t0, 60_000), [withoutCarol])]) }))
+    expect(failed(never)).toEqual(expect.arrayContaining(["signatures", "attestation-binding"]))
+    expect(check(never, "signatures").violations.every((v) => v.message.includes("user:carol"))).toBe(true)
+    // carol removed an hour after the call: the registry in force at the time still had her.
+    const later = audit(recorded, ctxWith({ policy: policyHistory([record(1, before(t0, 60_000)), record(2, new Date(Date.parse(t0) + 3_600_000).toISOString(), [withoutCarol])]) }))
+    expect(failed(later)).toEqual([])
+  })
+
+  it("an approval removed: the 2-of-human quorum no longer held at dispatch -> effect-safety", () => {
+    // carol approved and then revoked; dave's and erin's approvals released the call.
+    const gone = accepted.find((e) => e.event.type === "attestation.accepted" && e.event.witness === "user:dave")!.seq
+    const checks = audit(edit((e, seq) => (seq === gone ? null : e)))
+    expect(failed(checks)).toEqual(["effect-safety"])
+    expect(check(checks, "effect-safety").violations[0]).toMatchObject({ held_id: heldId, seqs: [15] })
+    expect(check(checks, "effect-safety").violations[0]!.message).toContain("did not satisfy the witness rule")
+  })
+
+  it("an approval re-bound to generation 1 (event and signed payload) -> attestation-binding and signatures", () => {
+    const target = accepted[0]!.seq
+    const checks = audit(edit((e, seq) => {
+      if (seq !== target) return e
+      const env = e["envelope"] as { payload: Record<string, unknown> }
+      return { ...e, generation: 1, envelope: { ...env, payload: { ...env.payload, generation: 1 } } }
+    }))
+    expect(failed(checks)).toEqual(expect.arrayContaining(["attestation-binding", "signatures"]))
+    expect(check(checks, "attestation-binding").violations[0]!.message).toContain("generation 1")
+  })
+
+  it("an expired approval recorded as accepted (event only) -> attestation-binding; the dispatch it released fails effect-safety", () => {
+    const target = accepted.find((e) => e.event.type === "attestation.accepted" && e.event.witness === "user:erin")!.seq
+    const checks = audit(edit((e, seq) => (seq === target ? { ...e, expires_at: before(String(e["at"]), 1000) } : e)))
+    expect(failed(checks)).toEqual(["attestation-binding", "effect-safety"])
+    expect(check(checks, "attestation-binding").violations[0]!.message).toContain("expires_at")
+  })
+
+  it("a second dispatch under the same key: blind without a read-back, allowed after read-back applied=false", () => {
+    const d = recorded.find((e) => e.event.type === "effect.dispatched")!
+    const disp = d.event as Extract<HeldEvent, { type: "effect.dispatched" }>
+    const key = disp.idempotency_key
+    const at = disp.at
+    const base = { held_id: heldId, generation: disp.generation, at }
+    const redispatch = (withReadback: boolean): Array<SequencedEvent> => {
+      const extra: Array<HeldEvent> = [
+        { ...base, type: "effect.outcome_unknown", event_id: `effect.outcome_unknown:${heldId}:${key}:a1`, idempotency_key: key, reason: "lost", needs_witness: false },
+        ...(withReadback ? [{ ...base, type: "effect.readback" as const, event_id: `effect.readback:${heldId}:${key}:a1`, idempotency_key: key, applied: false }] : []),
+        { ...base, type: "execution.leased", event_id: `execution.leased:${heldId}:${key}:a2`, owner: "k2", lease_until: disp.lease_until },
+        { ...disp, event_id: `effect.dispatched:${heldId}:${key}:a2`, attempt: 2, owner: "k2" }
+      ]
+      const i = recorded.indexOf(d)
+      // Sequences stay increasing: the inserted events go between the dispatch and the record.
+      return [...recorded.slice(0, i + 1), ...extra.map((event, j) => ({ seq: d.seq + (j + 1) / 10, event })), ...recorded.slice(i + 1)]
+    }
+    const blind = audit(redispatch(false))
+    expect(failed(blind)).toEqual(["effect-safety"])
+    expect(check(blind, "effect-safety").violations.map((v) => v.message).join("\n")).toContain("blind retry")
+    expect(failed(audit(redispatch(true)))).toEqual([])
+  })
+
+  it("a quarantined result that reached a delivery with its bytes -> delivery", () => {
+    const quarantined = edit((e) => (e["type"] === "result.admitted" ? { ...e, type: "result.quarantined", by: "plugin:secret-scan@1.0.0", reason: "secret", result: undefined } : e))
+    const published = recorded.find((e) => e.event.type === "delivery.published")!.event as Extract<HeldEvent, { type: "delivery.published" }>
+    const msg = (result: unknown): DeliveryMessage => ({ seq: 1, held_id: heldId, delivery_id: published.delivery_id, outcome: "completed", admission: "quarantined", result })
+    const leaked = audit(quarantined, ctxWith({ deliveries: new Map([[heldId, [msg({ amount: 5000 })]]]) }))
+    expect(failed(leaked)).toEqual(["delivery"])
+    expect(check(leaked, "delivery").violations[0]!.message).toContain("quarantined result reached delivery")
+    expect(failed(audit(quarantined, ctxWith({ deliveries: new Map([[heldId, [msg(null)]]]) })))).toEqual([])
+    // A recorded delivery with no message in the sessions stream.
+    expect(failed(audit(recorded, ctxWith({ deliveries: new Map() })))).toEqual(["delivery"])
+  })
+
+  it("a held call that ended and was never delivered fails once it had time to settle", () => {
+    const undelivered = edit((e) => (String(e["type"]).startsWith("delivery.") ? null : e))
+    const endAt = Date.parse(recorded.find((e) => e.event.type === "result.admitted")!.event.at)
+    expect(failed(audit(undelivered, ctxWith({ newestAt: endAt + 60_000 })))).toEqual(["delivery"])
+    const settling = audit(undelivered, ctxWith({ newestAt: endAt + 1000 }))
+    expect(check(settling, "delivery").status).toBe("pending")
+  })
+})
+
+describe("policy history", () => {
+  it("finds the epochs in force around a time, within the skew", () => {
+    const h = policyHistory([record(2, "2026-01-01T00:01:00.000Z"), record(1, "2026-01-01T00:00:00.000Z"), record(1, "2026-01-01T00:00:00.000Z")], 5000)
+    expect(h.epochs.map((e) => e.epoch)).toEqual([1, 2])
+    expect(h.around("2025-12-31T23:00:00.000Z")).toEqual([])
+    expect(h.around("2026-01-01T00:00:30.000Z").map((e) => e.epoch)).toEqual([1])
+    expect(h.around("2026-01-01T00:00:58.000Z").map((e) => e.epoch)).toEqual([1, 2])
+    expect(h.around("2026-01-01T00:02:00.000Z").map((e) => e.epoch)).toEqual([2])
+    expect(h.at(0, "2026-01-01T00:00:59.000Z")?.epoch).toBe(1)
+  })
+})
