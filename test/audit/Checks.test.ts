@@ -101,7 +101,7 @@ describe("pure checks over the recorded witnessed transfer", () => {
       const extra: Array<HeldEvent> = [
         { ...base, type: "effect.outcome_unknown", event_id: `effect.outcome_unknown:${heldId}:${key}:a1`, idempotency_key: key, reason: "lost", needs_witness: false },
         ...(withReadback ? [{ ...base, type: "effect.readback" as const, event_id: `effect.readback:${heldId}:${key}:a1`, idempotency_key: key, applied: false }] : []),
-        { ...base, type: "execution.leased", event_id: `execution.leased:${heldId}:${key}:a2`, owner: "k2", lease_until: disp.lease_until },
+        { ...base, type: "execution.leased", event_id: `execution.leased:${heldId}:${key}:a2`, owner: "k2", lease_until: disp.lease_until ?? at },
         { ...disp, event_id: `effect.dispatched:${heldId}:${key}:a2`, attempt: 2, owner: "k2" }
       ]
       const i = recorded.indexOf(d)

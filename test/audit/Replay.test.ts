@@ -221,7 +221,7 @@ describe("wk audit export", () => {
     expect(v.checks.filter((c) => c.status === "failed")).toEqual([])
     expect(v.ok).toBe(true)
 
-    const edited = structuredClone(received) as { events: Array<{ event: Record<string, unknown> }> }
+    const edited = structuredClone(received) as unknown as { events: Array<{ event: Record<string, unknown> }> }
     const att = edited.events.find((e) => e.event["type"] === "attestation.accepted")!
     ;(att.event["envelope"] as { payload: Record<string, unknown> }).payload["nonce"] = "another-nonce-123"
     const broken = verifyExport(edited)
@@ -229,7 +229,7 @@ describe("wk audit export", () => {
     expect(broken.problems).toContain("events_digest does not match the events")
     expect(broken.checks.find((c) => c.name === "signatures")!.status).toBe("failed")
 
-    const otherKey = structuredClone(received) as { keys: Record<string, Array<string>> }
+    const otherKey = structuredClone(received) as unknown as { keys: Record<string, Array<string>> }
     otherKey.keys["user:carol"] = ["A".repeat(43) + "="]
     expect(verifyExport(otherKey).problems.some((p) => p.includes("not among the exported keys"))).toBe(true)
     expect(verifyExport({ format: "something else" }).ok).toBe(false)
