@@ -45,7 +45,7 @@ beforeAll(async () => {
   const big = (await alice.propose({ session_id: "s-plug", turn_id: "t1", call_id: "p2", tool: "money_transfer", args: { from: "c", to: "d", amount: 5000 } })) as { status: number; held_id: string; generation: number; call_digest: string; witness_request: { contract_digest: string } }
   expect(big.status).toBe(202)
   await clientFor(witness, "user:carol").attest({ held_id: big.held_id, generation: big.generation, call_digest: big.call_digest, contract_digest: big.witness_request.contract_digest, class: "human", decision: "approve" })
-  await eventually(async () => ((await alice.get(big.held_id)).held as { continuation_delivery: string }).continuation_delivery !== "none")
+  await eventually(async () => (await alice.get(big.held_id)).held?.["continuation_delivery"] !== "none")
 }, 60_000)
 
 afterAll(async () => {
