@@ -133,6 +133,10 @@ describe("agent", () => {
     await expectPublishRefused("agent", Subjects.toolInvoke(token()))
   })
 
+  it("cannot publish wakes", async () => {
+    await expectPublishRefused("agent", Subjects.wake(`h_${token()}`))
+  })
+
   it("cannot write KV: the facts bucket holds nothing it put", async () => {
     const key = token()
     const subject = `$KV.${Buckets.facts}.${key}`
@@ -237,25 +241,28 @@ describe("auditor", () => {
 
   it("cannot update, delete or drain the kernel's durable controller consumer", async () => {
     const jsmK = await jetstreamManager(kernel())
-    const exists = await jsmK.consumers.info(Streams.events, ControllerConsumer).then(() => true, () => false)
-    if (!exists) await jsmK.consumers.add(Streams.events, { durable_name: ControllerConsumer, ack_policy: AckPolicy.Explicit, deliver_policy: DeliverPolicy.All })
-    const before = (await jsmK.consumers.info(Streams.events, ControllerConsumer)).config
+    const stream = Streams.wakes
+    const exists = await jsmK.consumers.info(stream, ControllerConsumer).then(() => true, () => false)
+    if (!exists) await jsmK.consumers.add(stream, { durable_name: ControllerConsumer, ack_policy: AckPolicy.Explicit, deliver_policy: DeliverPolicy.All })
+    const before = (await jsmK.consumers.info(stream, ControllerConsumer)).config
     const jsm = await jetstreamManager(conn("auditor"), { timeout: 2000 })
-    await expect(jsm.consumers.update(Streams.events, ControllerConsumer, { description: "auditor was here", max_deliver: 1 })).rejects.toSatisfy(permissionDenied)
-    await expect(jsm.consumers.delete(Streams.events, ControllerConsumer)).rejects.toSatisfy(permissionDenied)
-    // pulling from it: the server refuses the pull request, nothing is delivered or taken from the kernel
-    await jetstream(kernel()).publish(Subjects.events(`h_${token()}`), encoder.encode("{}"))
-    const pending = await jsmK.consumers.info(Streams.events, ControllerConsumer)
+    await expect(jsm.consumers.update(stream, ControllerConsumer, { description: "auditor was here", max_deliver: 1 })).rejects.toSatisfy(permissionDenied)
+    await expect(jsm.consumers.delete(stream, ControllerConsumer)).rejects.toSatisfy(permissionDenied)
+    // pulling from it: refused, nothing is delivered or taken from the kernel
+    await jetstream(kernel()).publish(Subjects.wake(`h_${token()}`), encoder.encode("{}"))
+    const pending = await jsmK.consumers.info(stream, ControllerConsumer)
     expect(pending.num_pending).toBeGreaterThan(0)
-    const consumer = await jetstream(conn("auditor"), { timeout: 2000 }).consumers.get(Streams.events, ControllerConsumer)
-    const pulled = await consumer.next({ expires: 1000 }).catch(() => null)
-    expect(pulled).toBeNull()
-    await refused("auditor", "publish", `$JS.API.CONSUMER.MSG.NEXT.${Streams.events}.${ControllerConsumer}`)
-    const after = await jsmK.consumers.info(Streams.events, ControllerConsumer)
+    const pull = jsm.consumers.info(stream, ControllerConsumer).then(() => jetstream(conn("auditor"), { timeout: 2000 }).consumers.get(stream, ControllerConsumer)).then((c) => c.next({ expires: 1000 }))
+    await expect(pull).rejects.toSatisfy(permissionDenied)
+    const after = await jsmK.consumers.info(stream, ControllerConsumer)
     expect(after.config).toEqual(before)
     expect(after.delivered).toEqual(pending.delivered)
     expect(after.num_ack_pending).toBe(pending.num_ack_pending)
-    if (!exists) await jsmK.consumers.delete(Streams.events, ControllerConsumer)
+    if (!exists) await jsmK.consumers.delete(stream, ControllerConsumer)
+  })
+
+  it("cannot publish wakes (only the kernel wakes its controller)", async () => {
+    await expectPublishRefused("auditor", Subjects.wake(`h_${token()}`))
   })
 
   it("reads the fact projection but cannot write it", async () => {
@@ -276,8 +283,9 @@ describe("witness", () => {
     await expectPublishAllowed("witness", Subjects.get)
   })
 
-  it("cannot propose nor publish events", async () => {
+  it("cannot propose nor publish events or wakes", async () => {
     await expectPublishRefused("witness", Subjects.propose)
+    await expectPublishRefused("witness", Subjects.wake(`h_${token()}`))
     const subject = Subjects.events(`h_${token()}`)
     await expectPublishRefused("witness", subject)
     expect(await storedOn(Streams.events, subject)).toBe(1)
