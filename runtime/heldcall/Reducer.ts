@@ -102,7 +102,7 @@ const apply = (f: HeldCallFacts, e: HeldEvent): HeldCallFacts => {
       return (f.execution === "none" || f.execution === "leased") && e.generation === f.generation ? { ...f, execution: "leased", lease_owner: e.owner, lease_until: e.lease_until } : f
     case "effect.dispatched":
       if (f.execution === "effect-recorded") return f
-      return { ...f, execution: "dispatched", lease_owner: e.owner, lease_until: e.lease_until, dispatch_attempts: Math.max(f.dispatch_attempts, e.attempt), needs_witness: false }
+      return { ...f, execution: "dispatched", lease_owner: e.owner, lease_until: e.lease_until ?? null, dispatch_attempts: Math.max(f.dispatch_attempts, e.attempt), needs_witness: false }
     case "effect.outcome_unknown":
       if (f.execution === "effect-recorded") return f
       return { ...f, execution: "outcome-unknown", needs_witness: e.needs_witness }
@@ -167,16 +167,17 @@ const decisionOf = (d: unknown): Evidence["decision"] =>
  */
 const withEvidence = (f: HeldCallFacts, item: Evidence): HeldCallFacts => {
   const all = [...f.evidence.map(unrevoke), item].sort(compareEvidence)
-  const revokedAt = new Map<string, string>()
+  const revokedAt = new Map<string, number>()
   for (const e of all) {
     if (e.status !== "valid" || e.decision !== "revoke") continue
     const key = `${e.witness}\u0000${e.generation}`
     const prev = revokedAt.get(key)
-    if (prev === undefined || e.issued_at > prev) revokedAt.set(key, e.issued_at)
+    const t = timeOf(e.issued_at)
+    if (prev === undefined || t > prev) revokedAt.set(key, t)
   }
   const evidence = all.map((e) => {
     const at = revokedAt.get(`${e.witness}\u0000${e.generation}`)
-    return e.status === "valid" && e.decision !== "revoke" && at !== undefined && e.issued_at <= at ? { ...e, status: "revoked" as const } : e
+    return e.status === "valid" && e.decision !== "revoke" && at !== undefined && timeOf(e.issued_at) <= at ? { ...e, status: "revoked" as const } : e
   })
   // A held call whose readiness rested on withdrawn evidence is re-derived by the reconciler.
   return { ...f, evidence }
@@ -184,8 +185,14 @@ const withEvidence = (f: HeldCallFacts, item: Evidence): HeldCallFacts => {
 
 const unrevoke = (e: Evidence): Evidence => (e.status === "revoked" ? { ...e, status: "valid" } : e)
 
+/** RFC 3339 times compare as instants, not strings ("…:00.5Z" is after "…:00Z"). */
+const timeOf = (t: string): number => {
+  const ms = Date.parse(t)
+  return Number.isNaN(ms) ? 0 : ms
+}
+
 const compareEvidence = (a: Evidence, b: Evidence): number =>
-  a.issued_at < b.issued_at ? -1 : a.issued_at > b.issued_at ? 1 : a.attestation_digest < b.attestation_digest ? -1 : a.attestation_digest > b.attestation_digest ? 1 : 0
+  timeOf(a.issued_at) - timeOf(b.issued_at) || (a.attestation_digest < b.attestation_digest ? -1 : a.attestation_digest > b.attestation_digest ? 1 : 0)
 
 const hasSeen = (f: HeldCallFacts, id: string): boolean => binarySearch(f.seen, id) >= 0
 

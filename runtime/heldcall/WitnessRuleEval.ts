@@ -14,7 +14,8 @@ export const satisfies = (rule: WitnessRule, approvals: ReadonlyArray<Approval>)
     return who.size >= need
   }
   if ("principal" in rule) return approvals.some((a) => a.witness === rule.principal)
-  if ("all" in rule) return rule.all.every((r) => satisfies(r, approvals))
+  // A rule that names no witness fails closed.
+  if ("all" in rule) return rule.all.length > 0 && rule.all.every((r) => satisfies(r, approvals))
   if ("any" in rule) return rule.any.some((r) => satisfies(r, approvals))
   return rule.quorum.of.filter((r) => satisfies(r, approvals)).length >= rule.quorum.n
 }

@@ -22,7 +22,12 @@ export const readProjection = (heldId: string) =>
         const kv = await nats.kv(Buckets.facts)
         const e = await kv.get(heldId)
         if (e === null || e.operation !== "PUT" || e.length === 0) return null
-        return { facts: decodeFacts(e.json()), revision: e.revision }
+        try {
+          return { facts: decodeFacts(e.json()), revision: e.revision }
+        } catch {
+          // Facts another kernel version projected: the stream is the truth, rebuild from it.
+          return null
+        }
       },
       catch: (cause) => new LedgerError({ operation: `read projection of ${heldId}`, message: String(cause), cause })
     })

@@ -131,7 +131,8 @@ export const EffectDispatched = Schema.Struct({
   idempotency_key: Schema.String,
   attempt: Schema.Int,
   owner: Schema.String,
-  lease_until: Schema.String,
+  /** Absent in logs written before the claim carried its lease end. */
+  lease_until: Schema.optional(Schema.String),
   policy_epoch: Schema.Int
 })
 

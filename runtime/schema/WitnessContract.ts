@@ -16,9 +16,9 @@ const Count = Schema.Int.pipe(Schema.between(1, 100))
 export const WitnessRule: Schema.Schema<WitnessRule> = Schema.Union(
   Schema.Struct({ class: Schema.String.pipe(Schema.minLength(1)), count: Schema.optional(Count) }),
   Schema.Struct({ principal: Schema.String.pipe(Schema.minLength(1)) }),
-  Schema.Struct({ all: Schema.Array(Schema.suspend(() => WitnessRule)) }),
-  Schema.Struct({ any: Schema.Array(Schema.suspend(() => WitnessRule)) }),
-  Schema.Struct({ quorum: Schema.Struct({ n: Count, of: Schema.Array(Schema.suspend(() => WitnessRule)) }) })
+  Schema.Struct({ all: Schema.Array(Schema.suspend(() => WitnessRule)).pipe(Schema.minItems(1)) }),
+  Schema.Struct({ any: Schema.Array(Schema.suspend(() => WitnessRule)).pipe(Schema.minItems(1)) }),
+  Schema.Struct({ quorum: Schema.Struct({ n: Count, of: Schema.Array(Schema.suspend(() => WitnessRule)).pipe(Schema.minItems(1)) }) })
 )
 
 /** What happens when no satisfying evidence arrives in time. */

@@ -193,11 +193,11 @@ describe("reduce: given / when / then", () => {
     expect(facts.evidence.map((e) => e.status)).toEqual(["valid", "rejected"])
   })
 
-  // KNOWN BUG (runtime/heldcall/Reducer.ts, withEvidence / compareEvidence): issued_at is
+  // REGRESSION (fixed in runtime/heldcall/Reducer.ts, withEvidence / compareEvidence): issued_at was
   // compared as a string. protocol.md allows any RFC 3339 UTC time and the Timestamp schema
   // accepts both "…:00Z" and "…:00.500Z", but "2026-01-01T00:00:00.500Z" < "2026-01-01T00:00:00Z"
   // lexicographically ('.' < 'Z'). An approval issued 500 ms AFTER a revoke is marked revoked.
-  it.fails("a revoke compares issue times as times, whatever their fractional precision", () => {
+  it("a revoke compares issue times as times, whatever their fractional precision", () => {
     const facts = fold(
       given(...prefix),
       attestation({ witness: "user:carol", decision: "revoke", issued: "2026-01-01T00:00:00Z" }),
@@ -276,7 +276,7 @@ describe("replay of a recorded event log", () => {
 })
 
 describe("replay of a log recorded by an older kernel", () => {
-  // KNOWN BUG (runtime/schema/Events.ts, EffectDispatched since commit 918a122): `lease_until`
+  // REGRESSION (fixed: lease_until is optional, absent = null) (runtime/schema/Events.ts, EffectDispatched since 918a122): `lease_until`
   // became a required field of effect.dispatched, so every effect.dispatched already in a
   // WK_EVENTS stream (for example an existing `.wk/` store of `npm start`, which "keeps all held
   // calls" across restarts) fails to decode: readEventsAfter throws for that held call, load and
@@ -287,11 +287,11 @@ describe("replay of a log recorded by an older kernel", () => {
   const raw = fixture("witnessed-transfer.before-lease-until.events.json") as Array<RawEvent>
   const expected = fixture("witnessed-transfer.before-lease-until.facts.json") as HeldCallFacts
 
-  it.fails("every event of the older log still decodes", () => {
+  it("every event of the older log still decodes", () => {
     expect(undecodable(raw)).toEqual([])
   })
 
-  it.fails("the older log still replays to the facts that kernel projected (lease_until absent = null)", () => {
+  it("the older log still replays to the facts that kernel projected (lease_until absent = null)", () => {
     const facts = reduce(expected.held_id, decodeLog(raw))
     expect(JSON.parse(JSON.stringify(facts))).toEqual({ ...expected, lease_until: null })
   })

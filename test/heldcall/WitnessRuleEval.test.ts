@@ -46,11 +46,11 @@ describe("satisfies: table", () => {
     expect(satisfies(rule, approvals)).toBe(expected)
   })
 
-  // FINDING (runtime/heldcall/WitnessRuleEval.ts `satisfies`, the "all" branch): `{ all: [] }`
+  // REGRESSION (fixed; the schema also refuses empty lists) (runtime/heldcall/WitnessRuleEval.ts `satisfies`, the "all" branch): `{ all: [] }`
   // is vacuously satisfied by no approvals at all, so a REQUIRE_WITNESS contract whose rule is
   // an empty `all` (the Schema allows empty arrays) releases a held call with zero witnesses.
   // A witness rule that names no witness should fail closed, like `any: []` already does.
-  it.fails("all: empty is never satisfied (fail closed)", () => {
+  it("all: empty is never satisfied (fail closed)", () => {
     expect(satisfies({ all: [] }, [])).toBe(false)
   })
 })
