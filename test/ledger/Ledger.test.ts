@@ -244,7 +244,7 @@ describe("HeldCallStore", () => {
     await a.runPromise(putOldShapedProjection(h, appended.facts))
     const rebuilt = (await b.runPromise(loadFresh(h)))!
     await b.runPromise(Effect.flatMap(HeldCallStore, (s) => s.project(rebuilt)))
-    await eventually(async () => (await a.runPromise(readProjection(h)))?.facts, 3000, 20)
+    await eventually(async () => { const p = await a.runPromise(readProjection(h)); return p !== null && p.facts.lease_until !== undefined ? p : undefined }, 1000, 20)
     expect((await a.runPromise(readProjection(h)))?.facts).toEqual(appended.facts)
   })
 })
