@@ -13,6 +13,13 @@ import { serveStatus } from "./protocol/Status.js"
 import type { Profile } from "./schema/Profile.js"
 import type { Adjudicator } from "./policy/Adjudicator.js"
 import type { Admission } from "./policy/Admission.js"
+import { layerProfileSeams } from "./policy/ProfileSeams.js"
+import { layerPluginHost } from "./plugins/PluginHost.js"
+import { layerHostEnvKv } from "./plugins/HostEnvKv.js"
+import { findPluginDirs, readPluginDir } from "./plugins/PluginSource.js"
+import { layerPluginSourceObjectStore, publishPlugin } from "./plugins/PluginStore.js"
+import { Buckets } from "./schema/Subjects.js"
+import { LedgerError } from "./ledger/LedgerError.js"
 
 export interface KernelOptions {
   readonly nats: NatsOptions
@@ -24,16 +31,43 @@ export interface KernelOptions {
   readonly replicas?: number
 }
 
+/**
+ * The policy seams over the plugin host: plugin bytes come from the JetStream object store (so
+ * every kernel process runs the same bytes), host data from the `wk_hostdata` bucket.
+ */
+const layerPolicySeams = Layer.unwrapEffect(
+  Effect.gen(function* () {
+    const { nc, kv } = yield* Nats
+    const data = yield* Effect.tryPromise({
+      try: () => kv(Buckets.hostData),
+      catch: (cause) => new LedgerError({ operation: "open host data bucket", message: String(cause), cause })
+    })
+    const counter = (name: string, principal: string) =>
+      Effect.promise(() => data.get(`counter.${name}.${principal.replace(/[^A-Za-z0-9_-]/g, "_")}`).then((e) => (e?.operation === "PUT" ? Number(e.string()) || 0 : 0), () => 0))
+    return layerProfileSeams.pipe(Layer.provide(Layer.merge(layerPluginHost.pipe(Layer.provide(layerPluginSourceObjectStore(nc))), layerHostEnvKv(data, counter))))
+  })
+)
+
+/** Stores every built plugin under `root` (plugin.wasm + manifest.json) in the object store, by digest. */
+export const publishLocalPlugins = (root: string) =>
+  Effect.gen(function* () {
+    const { nc } = yield* Nats
+    const dirs = findPluginDirs(root)
+    for (const dir of dirs) {
+      const a = readPluginDir(dir)
+      yield* publishPlugin(nc, a.bytes, a.manifest)
+    }
+    return dirs.length
+  })
+
 /** Every service a kernel process runs on. Provisioning happens before the policy store reads its bucket. */
 export const layerKernel = (opts: KernelOptions) => {
   const nats = layerNats(opts.nats)
   const provisioned = Layer.effectDiscard(provision(opts.replicas ?? 1)).pipe(Layer.provide(nats))
-  const base = Layer.mergeAll(
-    nats,
-    layerKernelConfig(opts.config ?? {}),
-    opts.adjudicator ?? layerRuleAdjudicator,
-    opts.admission ?? layerAdmitAll
-  )
+  const seams = opts.adjudicator !== undefined || opts.admission !== undefined
+    ? Layer.merge(opts.adjudicator ?? layerRuleAdjudicator, opts.admission ?? layerAdmitAll)
+    : layerPolicySeams.pipe(Layer.provide(provisioned), Layer.provide(nats))
+  const base = Layer.mergeAll(nats, layerKernelConfig(opts.config ?? {}), seams)
   const stores = Layer.mergeAll(layerHeldCallStore, layerPolicyStore(opts.profiles)).pipe(Layer.provide(provisioned), Layer.provideMerge(base))
   return layerDriver.pipe(Layer.provideMerge(stores))
 }

@@ -2,13 +2,13 @@ import { Command, Options } from "@effect/cli"
 import { Console, Effect, Option } from "effect"
 import { join } from "node:path"
 import { connect } from "@nats-io/transport-node"
-import { layerKernel, runKernel } from "../Kernel.js"
+import { layerKernel, publishLocalPlugins, runKernel } from "../Kernel.js"
 import { natsOptionsFromUrl } from "../ledger/Nats.js"
 import { loadProfileFiles } from "../policy/ProfileFiles.js"
 import { PolicyStore } from "../policy/PolicyStore.js"
 import { DemoBank } from "../executor/DemoBank.js"
 import { MissingNatsServer, findNatsServer, portInUse, startNatsServer } from "./EmbeddedNats.js"
-import { defaultConfig, defaultDataDir, defaultProfiles } from "./Paths.js"
+import { defaultConfig, defaultDataDir, defaultProfiles, repoRoot } from "./Paths.js"
 
 const profilesOption = Options.text("profiles").pipe(Options.withDefault(defaultProfiles), Options.withDescription("profile file or directory of *.json profiles"))
 const noBank = Options.boolean("no-bank").pipe(Options.withDescription("do not start the demo bank tool service"))
@@ -22,6 +22,8 @@ const serve = (url: string, profilesPath: string, withBank: boolean) =>
     const nats = natsOptionsFromUrl(url, kernelCredentials)
     yield* Effect.scoped(
       Effect.gen(function* () {
+        // Every kernel process loads plugins by digest from the object store; publish ours there.
+        yield* publishLocalPlugins(join(repoRoot, "plugins"))
         const { owner } = yield* runKernel
         const policy = yield* (yield* PolicyStore).current
         if (withBank) {
@@ -33,7 +35,7 @@ const serve = (url: string, profilesPath: string, withBank: boolean) =>
         }
         yield* Console.log(
           [
-            `Witness Kernel ready (${owner}), policy epoch ${policy.epoch}, ${policy.principals.size} principals${withBank ? ", demo bank serving money_transfer and bank_balance" : ""}`,
+            `Witness Kernel ready (${owner}), policy epoch ${policy.epoch}, ${policy.principals.size} principals, ${policy.profiles.reduce((n, p) => n + (p.plugins?.length ?? 0), 0)} plugins pinned${withBank ? ", demo bank serving money_transfer and bank_balance" : ""}`,
             `  NATS:  ${nats.servers}  (users: agent/agent-dev, witness/witness-dev, tool/tool-dev, auditor/auditor-dev)`,
             `  try:   npm run wk -- propose money_transfer '{"from":"alice","to":"bob","amount":250}'`,
             `  Ctrl-C drains and stops.`

@@ -4,11 +4,12 @@ import { NodeContext, NodeRuntime } from "@effect/platform-node"
 import { Effect } from "effect"
 import { kernelCommand, startCommand } from "./KernelCommands.js"
 import { proposeCommand } from "./ProposeCommand.js"
+import { keygenCommand, pluginCommand } from "./PluginCommands.js"
 import { auditCommand } from "./AuditCommands.js"
 
 const wk = Command.make("wk").pipe(
   Command.withDescription("Witness Kernel: governed tool calls for AI agents"),
-  Command.withSubcommands([startCommand, kernelCommand, proposeCommand, auditCommand])
+  Command.withSubcommands([startCommand, kernelCommand, proposeCommand, auditCommand, keygenCommand, pluginCommand])
 )
 
 const cli = Command.run(wk, { name: "wk", version: "0.1.0" })

@@ -4,6 +4,7 @@ import { HeldCallStore, type Loaded } from "../ledger/HeldCallStore.js"
 import { acquireLease, releaseLease } from "../ledger/Leases.js"
 import { wake } from "../ledger/Wakes.js"
 import { mayDispatch, type ReconcileContext } from "../heldcall/Reconciler.js"
+import { canonicalCall } from "../heldcall/Facts.js"
 import type { EffectDispatched, EffectOutcomeUnknown, EffectReadback, EffectRecorded, ExecutionLeased, HeldEvent } from "../schema/Events.js"
 import type { JsonValue } from "../schema/Json.js"
 import { eventOf, progress, requeue, type ActionResult } from "../loops/Actions.js"
@@ -39,6 +40,7 @@ export const execute = (loaded: Loaded, ctx: () => ReconcileContext) =>
     const heldId = f.held_id
     if (!mayDispatch(f, ctx())) return progress
     const spec = f.spec!
+    const call = canonicalCall(f)!
     const attempt = f.dispatch_attempts + 1
     const base = { held_id: heldId, generation: f.generation }
     const key = spec.idempotency_key
@@ -57,11 +59,11 @@ export const execute = (loaded: Loaded, ctx: () => ReconcileContext) =>
     const dispatched = yield* store.append(claimed, [
       eventOf<typeof EffectDispatched.Type>({ ...base, type: "effect.dispatched", event_id: `effect.dispatched:${heldId}:${key}:a${attempt}`, idempotency_key: key, attempt, owner: cfg.owner, lease_until: leaseUntil, policy_epoch: f.policy_epoch_checked })
     ])
-    const outcome = yield* invokeTool(spec.tool, heldId, key, spec.args, cfg.toolTimeoutMs).pipe(Effect.either)
+    const outcome = yield* invokeTool(call.tool, heldId, key, call.args, cfg.toolTimeoutMs).pipe(Effect.either)
     const event: HeldEvent =
       outcome._tag === "Right"
         ? recorded(heldId, f.generation, key, outcome.right.ok ? { ok: true, result: outcome.right.result } : { ok: false, error: outcome.right.error }, "dispatch")
-        : eventOf<typeof EffectOutcomeUnknown.Type>({ ...base, type: "effect.outcome_unknown", event_id: `effect.outcome_unknown:${heldId}:${key}:a${attempt}`, idempotency_key: key, reason: outcome.left._tag === "NoResponders" ? `no tool service answers ${spec.tool}` : outcome.left.reason, needs_witness: false })
+        : eventOf<typeof EffectOutcomeUnknown.Type>({ ...base, type: "effect.outcome_unknown", event_id: `effect.outcome_unknown:${heldId}:${key}:a${attempt}`, idempotency_key: key, reason: outcome.left._tag === "NoResponders" ? `no tool service answers ${call.tool}` : outcome.left.reason, needs_witness: false })
     yield* recordSurely(dispatched, event)
     return progress
   })
@@ -112,11 +114,12 @@ export const resolve = (heldId: string) =>
         return progress
       }
       if (f.execution !== "outcome-unknown" || f.needs_witness) return progress
-      const rb = yield* readbackTool(spec.tool, key, cfg.toolTimeoutMs).pipe(Effect.either)
+      const tool = canonicalCall(f)!.tool
+      const rb = yield* readbackTool(tool, key, cfg.toolTimeoutMs).pipe(Effect.either)
       if (rb._tag === "Left") {
         if (rb.left._tag === "ToolUnanswered") return requeue(1000)
         yield* store.append(fresh, [
-          eventOf<typeof EffectOutcomeUnknown.Type>({ ...base, type: "effect.outcome_unknown", event_id: `effect.outcome_unknown:${heldId}:${key}:a${attempt}:witness`, idempotency_key: key, reason: `tool '${spec.tool}' has no read-back; a witness must settle whether the effect happened`, needs_witness: true })
+          eventOf<typeof EffectOutcomeUnknown.Type>({ ...base, type: "effect.outcome_unknown", event_id: `effect.outcome_unknown:${heldId}:${key}:a${attempt}:witness`, idempotency_key: key, reason: `tool '${tool}' has no read-back; a witness must settle whether the effect happened`, needs_witness: true })
         ])
         return progress
       }

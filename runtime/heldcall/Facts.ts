@@ -1,4 +1,5 @@
 import type { Evidence, HeldCallFacts } from "../schema/Facts.js"
+import type { JsonObject } from "../schema/Json.js"
 
 /** Facts of a held call before any event. */
 export const initialFacts = (heldId: string): HeldCallFacts => ({
@@ -11,6 +12,7 @@ export const initialFacts = (heldId: string): HeldCallFacts => ({
   witness_contract: null,
   contract_digest: null,
   witness_request: null,
+  executed: null,
   active_rule: null,
   held: false,
   evidence: [],
@@ -36,12 +38,16 @@ export const initialFacts = (heldId: string): HeldCallFacts => ({
   last_seq: 0
 })
 
-/** Evidence of the current generation, bound to the current call and contract digests. */
+/** The canonical (post-transform) call of the current generation: what runs and what witnesses bind to. */
+export const canonicalCall = (facts: HeldCallFacts): { readonly tool: string; readonly args: JsonObject; readonly call_digest: string } | null =>
+  facts.executed ?? (facts.spec === null ? null : { tool: facts.spec.tool, args: facts.spec.args, call_digest: facts.spec.call_digest })
+
+/** Evidence of the current generation, bound to the current canonical call and contract digests. */
 export const currentEvidence = (facts: HeldCallFacts): ReadonlyArray<Evidence> =>
   facts.evidence.filter(
     (e) =>
       e.generation === facts.generation &&
-      e.call_digest === facts.spec?.call_digest &&
+      e.call_digest === canonicalCall(facts)?.call_digest &&
       e.contract_digest === facts.contract_digest
   )
 

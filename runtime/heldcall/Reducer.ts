@@ -34,6 +34,7 @@ const apply = (f: HeldCallFacts, e: HeldEvent): HeldCallFacts => {
         witness_contract: null,
         contract_digest: null,
         witness_request: null,
+        executed: null,
         active_rule: null,
         readiness: f.readiness === "satisfied" ? "stale" : f.readiness,
         policy_epoch_checked: 0
@@ -49,6 +50,7 @@ const apply = (f: HeldCallFacts, e: HeldEvent): HeldCallFacts => {
         readiness: e.verdict === "ALLOW" ? "satisfied" : f.readiness,
         witness_contract: contract,
         contract_digest: e.contract_digest ?? null,
+        executed: e.executed ?? (f.spec === null ? null : { tool: f.spec.tool, args: f.spec.args, call_digest: f.spec.call_digest }),
         active_rule: contract && f.contract_digest === (e.contract_digest ?? null) && f.active_rule ? f.active_rule : contract?.rule ?? null,
         policy_epoch: Math.max(f.policy_epoch, e.policy_epoch),
         policy_epoch_checked: e.policy_epoch

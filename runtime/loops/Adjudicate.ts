@@ -7,7 +7,7 @@ import { Subjects } from "../schema/Subjects.js"
 import { Adjudicator, type Adjudication } from "../policy/Adjudicator.js"
 import { isGranted, type ActivePolicy } from "../policy/ActivePolicy.js"
 import { DefaultContract } from "../policy/RuleAdjudicator.js"
-import { contractDigest } from "../schema/Canonical.js"
+import { callDigest, contractDigest } from "../schema/Canonical.js"
 import type { CallAdjudicated, CallDenied, CallHeld, HeldEvent } from "../schema/Events.js"
 import type { HeldCallFacts } from "../schema/Facts.js"
 import { eventOf, progress } from "./Actions.js"
@@ -49,6 +49,9 @@ export const adjudicate = (loaded: Loaded, policy: ActivePolicy) =>
     const a = yield* decide(f, policy, now)
     const base = { held_id: f.held_id, generation: f.generation }
     const digest = a.contract ? contractDigest(a.contract) : undefined
+    const spec = f.spec!
+    const executedDigest = callDigest(a.executed.tool, a.executed.args)
+    const transformed = executedDigest !== spec.call_digest
     const events: Array<HeldEvent> = [
       eventOf<typeof CallAdjudicated.Type>({
         ...base,
@@ -58,6 +61,7 @@ export const adjudicate = (loaded: Loaded, policy: ActivePolicy) =>
         reasons: a.reasons,
         policy_epoch: policy.epoch,
         ...(a.contract ? { witness_contract: a.contract, contract_digest: digest } : {}),
+        ...(transformed ? { executed: { tool: a.executed.tool, args: a.executed.args, call_digest: executedDigest } } : {}),
         decisions: a.decisions
       })
     ]
@@ -67,7 +71,7 @@ export const adjudicate = (loaded: Loaded, policy: ActivePolicy) =>
           ...base,
           type: "call.held",
           event_id: `call.held:${f.held_id}:g${f.generation}:${digest}`,
-          witness_request: { contract: a.contract, contract_digest: digest!, presentation: presentationOf(f, a.contract.summary) },
+          witness_request: { contract: a.contract, contract_digest: digest!, presentation: presentationOf(f, a.executed, executedDigest, a.contract.summary) },
           expires_at: f.spec!.expires_at
         })
       )
@@ -87,12 +91,13 @@ export const adjudicate = (loaded: Loaded, policy: ActivePolicy) =>
     return progress
   })
 
-/** What a witness is shown: the exact call (disclosure preferences arrive with the policy plugins). */
-const presentationOf = (f: HeldCallFacts, summary: string | undefined) => ({
+/** What a witness is shown: the exact canonical call it binds to (disclosure preferences arrive with the policy plugins). */
+const presentationOf = (f: HeldCallFacts, call: Adjudication["executed"], digest: string, summary: string | undefined) => ({
   principal: f.spec!.principal,
-  tool: f.spec!.tool,
-  args: f.spec!.args,
-  call_digest: f.spec!.call_digest,
+  tool: call.tool,
+  args: call.args,
+  call_digest: digest,
   generation: f.generation,
+  ...(call.tool !== f.spec!.tool || digest !== f.spec!.call_digest ? { proposed: { tool: f.spec!.tool, call_digest: f.spec!.call_digest } } : {}),
   ...(summary ? { summary } : {})
 })

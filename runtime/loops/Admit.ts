@@ -5,6 +5,7 @@ import type { ActivePolicy } from "../policy/ActivePolicy.js"
 import type { ResultAdmitted, ResultQuarantined } from "../schema/Events.js"
 import type { JsonValue } from "../schema/Json.js"
 import { eventOf, progress } from "./Actions.js"
+import { canonicalCall } from "../heldcall/Facts.js"
 
 /** The `admit` action: result admission runs before any model can see the result. */
 export const admit = (loaded: Loaded, policy: ActivePolicy) =>
@@ -15,7 +16,8 @@ export const admit = (loaded: Loaded, policy: ActivePolicy) =>
     const spec = f.spec!
     const effect = f.effect!
     const result: JsonValue = effect.ok ? (effect.result ?? null) : { error: effect.error ?? "tool failed" }
-    const a = yield* admission.admit({ principal: spec.principal, tool: spec.tool, args: spec.args, result, policy })
+    const call = canonicalCall(f)!
+    const a = yield* admission.admit({ principal: spec.principal, tool: call.tool, args: call.args, result, policy })
     const base = { held_id: f.held_id, generation: f.generation }
     yield* store.append(loaded, [
       a.admitted

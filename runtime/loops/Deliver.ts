@@ -6,6 +6,7 @@ import type { DeliveryPublished } from "../schema/Events.js"
 import type { HeldCallFacts } from "../schema/Facts.js"
 import { Subjects } from "../schema/Subjects.js"
 import { eventOf, progress } from "./Actions.js"
+import { canonicalCall } from "../heldcall/Facts.js"
 
 /** The stable id of a call's final result delivery. */
 export const deliveryIdOf = (f: HeldCallFacts) => `d_${f.held_id}_g${f.generation}`
@@ -25,7 +26,7 @@ export const deliveryOf = (f: HeldCallFacts) => {
     result: f.result_admission === "admitted" ? f.result : null,
     ...(f.quarantine ? { quarantine: f.quarantine } : {}),
     ...(f.outcome === "denied" ? { reasons: f.reasons } : {}),
-    call_digest: spec.call_digest,
+    call_digest: canonicalCall(f)!.call_digest,
     delivery_id: deliveryIdOf(f)
   }
 }

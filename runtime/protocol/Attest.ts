@@ -3,7 +3,7 @@ import { HeldCallStore } from "../ledger/HeldCallStore.js"
 import { Driver } from "../loops/Driver.js"
 import { wake } from "../ledger/Wakes.js"
 import { eventOf } from "../loops/Actions.js"
-import { beforeDispatch } from "../heldcall/Facts.js"
+import { beforeDispatch, canonicalCall } from "../heldcall/Facts.js"
 import { admittedWitnesses } from "../heldcall/Reconciler.js"
 import { classesOf, type ActivePolicy } from "../policy/ActivePolicy.js"
 import { jcsDigest } from "../schema/Canonical.js"
@@ -29,7 +29,7 @@ export const judgeAttestation = (f: HeldCallFacts, p: AttestPayload, env: Envelo
   if (f.lifecycle !== "open") return { disposition: "stale", reason: `the call is ${f.lifecycle}` }
   if (!beforeDispatch(f)) return { disposition: "stale", reason: "the call was already dispatched" }
   if (p.generation !== f.generation) return { disposition: "stale", reason: `bound to generation ${p.generation}; the current generation is ${f.generation}` }
-  if (p.call_digest !== spec.call_digest) return { disposition: "stale", reason: "bound to another call digest" }
+  if (p.call_digest !== canonicalCall(f)?.call_digest) return { disposition: "stale", reason: "bound to another call digest" }
   if (f.verdict !== "REQUIRE_WITNESS" || f.witness_contract === null) return { disposition: "stale", reason: "the call is not waiting for a witness" }
   if (p.contract_digest !== f.contract_digest) return { disposition: "invalid", reason: "contract mismatch: bound to another witness contract" }
   if (Date.parse(p.expires_at) <= now) return { disposition: "invalid", reason: `attestation expired at ${p.expires_at}` }

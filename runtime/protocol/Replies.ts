@@ -1,5 +1,5 @@
 import type { HeldCallFacts } from "../schema/Facts.js"
-import { callDigest } from "../schema/Canonical.js"
+import { canonicalCall } from "../heldcall/Facts.js"
 
 /** A reply body; `status` follows HTTP meanings as protocol.md sets them. */
 export type Reply = { readonly status: number } & Record<string, unknown>
@@ -15,14 +15,15 @@ export const unavailable = (message: string): Reply => ({ status: 503, error: { 
 export const proposeReply = (f: HeldCallFacts): Reply | null => {
   const spec = f.spec
   if (spec === null) return null
+  const call = canonicalCall(f)!
   switch (f.lifecycle) {
     case "completed": {
       const base = {
         status: 200,
         outcome: "completed",
         held_id: f.held_id,
-        call_digest: spec.call_digest,
-        executed: { tool: spec.tool, call_digest: callDigest(spec.tool, spec.args) },
+        call_digest: call.call_digest,
+        executed: { tool: call.tool, call_digest: call.call_digest },
         admission: f.result_admission,
         ok: f.effect?.ok ?? false,
         ...(f.effect?.ok === false ? { error: f.effect.error ?? "tool failed" } : {})
@@ -40,7 +41,7 @@ export const proposeReply = (f: HeldCallFacts): Reply | null => {
           status: 202,
           outcome: "held",
           held_id: f.held_id,
-          call_digest: spec.call_digest,
+          call_digest: call.call_digest,
           generation: f.generation,
           witness_request: f.witness_request,
           expires_at: spec.expires_at
@@ -59,9 +60,10 @@ export const heldView = (f: HeldCallFacts) => {
     turn_id: spec?.turn_id,
     call_id: spec?.call_id,
     principal: spec?.principal,
-    tool: spec?.tool,
-    args: spec?.args,
-    call_digest: spec?.call_digest,
+    tool: canonicalCall(f)?.tool,
+    args: canonicalCall(f)?.args,
+    call_digest: canonicalCall(f)?.call_digest,
+    proposed: spec === null ? undefined : { tool: spec.tool, args: spec.args, call_digest: spec.call_digest },
     continuation_ref: spec?.continuation_ref,
     generation: f.generation,
     verdict: f.verdict,

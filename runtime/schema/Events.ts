@@ -61,6 +61,8 @@ export const CallAdjudicated = Schema.Struct({
   policy_epoch: Schema.Int,
   witness_contract: Schema.optional(WitnessContract),
   contract_digest: Schema.optional(Schema.String),
+  /** The call that will run, when a TRANSFORM replaced the proposal (absent: the proposal itself). */
+  executed: Schema.optional(Schema.Struct({ tool: Schema.String, args: JsonObject, call_digest: Schema.String })),
   decisions: Schema.Array(Decision)
 })
 

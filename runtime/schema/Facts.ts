@@ -73,6 +73,11 @@ export const HeldCallFacts = Schema.Struct({
   witness_contract: Schema.NullOr(WitnessContract),
   contract_digest: Schema.NullOr(Schema.String),
   witness_request: Schema.NullOr(WitnessRequest),
+  /**
+   * The canonical call of this generation, after transforms: what runs, and what witnesses bind
+   * to (`call_digest`). Null until adjudicated. Absent in projections of older kernels.
+   */
+  executed: Schema.optionalWith(Schema.NullOr(Schema.Struct({ tool: Schema.String, args: JsonObject, call_digest: Schema.String })), { default: () => null }),
   /** The rule in force: the contract's rule, or the fallback route after a timeout. */
   active_rule: Schema.NullOr(WitnessRule),
   /** True once a 202 was answered: the end of the call is then delivered to the session. */

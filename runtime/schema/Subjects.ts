@@ -25,7 +25,9 @@ export const Buckets = {
   facts: "wk_facts",
   leases: "wk_leases",
   policy: "wk_policy",
-  open: "wk_open"
+  open: "wk_open",
+  /** Data plugins may read through granted host functions (`kv` prefixes, `counter.<name>.<principal>`). */
+  hostData: "wk_hostdata"
 } as const
 
 /** Largest request body the kernel accepts (protocol: oversized -> 400). */
