@@ -33,6 +33,14 @@ export const readProjection = (heldId: string) =>
     })
   })
 
+const storedSeq = (json: unknown): number => {
+  try {
+    return decodeFacts(json).last_seq
+  } catch {
+    return 0
+  }
+}
+
 /**
  * Writes facts if they are newer than what the bucket holds (revision CAS; a lost race
  * re-reads and keeps whichever facts folded further). The projection can always be rebuilt
@@ -53,7 +61,8 @@ export const writeProjection = (facts: HeldCallFacts, revision: number) =>
             if (!isWrongLastSequence(e)) throw e
             const cur = await kv.get(facts.held_id)
             if (cur === null) { rev = 0; continue }
-            const stored = cur.operation === "PUT" && cur.length > 0 ? (cur.json() as { last_seq?: number }).last_seq ?? 0 : 0
+            // A stored value this kernel cannot decode counts as nothing folded: replace it.
+            const stored = cur.operation === "PUT" && cur.length > 0 ? storedSeq(cur.json()) : 0
             if (stored >= facts.last_seq) return cur.revision
             rev = cur.revision
           }

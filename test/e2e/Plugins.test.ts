@@ -62,7 +62,7 @@ describe("plugins through the kernel", () => {
     expect(held.status).toBe(202)
     const deny = await alice.propose(call("money_transfer", { from: "pl-c", to: "b", amount: 500_000 }))
     expect(deny).toMatchObject({ status: 403, outcome: "denied", reasons: [{ by: "plugin:spend-limit@1.0.0" }] })
-    const adjudicated = (await eventsOf(kernelConn, (allow as { held_id: string }).held_id)).find((e) => e.type === "call.adjudicated") as { decisions: Array<{ by: string; digest?: string; input_digest?: string }> }
+    const adjudicated = (await eventsOf(kernelConn, (allow as { held_id: string }).held_id)).find((e) => e.type === "call.adjudicated") as unknown as { decisions: Array<{ by: string; digest?: string; input_digest?: string }> }
     const spend = adjudicated.decisions.find((d) => d.by === "plugin:spend-limit@1.0.0")
     expect(spend?.digest).toBe(pinOf("spend-limit", { stages: ["adjudicate"] }).sha256)
     expect(spend?.input_digest).toMatch(/^[0-9a-f]{64}$/)
@@ -77,7 +77,7 @@ describe("plugins through the kernel", () => {
     expect(small).toMatchObject({ status: 200, outcome: "completed", executed: { tool: "money_transfer" } })
     expect(bank.balance("tr-a")).toBe(9980)
     // The replacement is adjudicated as money_transfer: over the threshold it is held.
-    const big = (await alice.propose(call("pay", { from: "tr-b", to: "b", amount: 5000 }))) as { status: number; witness_request: { presentation: { tool: string; proposed?: { tool: string } } } }
+    const big = (await alice.propose(call("pay", { from: "tr-b", to: "b", amount: 5000 }))) as unknown as { status: number; witness_request: { presentation: { tool: string; proposed?: { tool: string } } } }
     expect(big.status).toBe(202)
     expect(big.witness_request.presentation).toMatchObject({ tool: "money_transfer", proposed: { tool: "pay" } })
   })
@@ -99,7 +99,7 @@ describe("plugins through the kernel", () => {
     try {
       const r = await alice.propose(call("money_transfer", { from: "ho-a", to: "b", amount: 10 }))
       expect(r).toMatchObject({ status: 403, outcome: "denied" })
-      const adjudicated = (await eventsOf(kernelConn, (r as { held_id: string }).held_id)).find((e) => e.type === "call.adjudicated") as { decisions: Array<{ by: string; digest?: string; output: { fault?: string } }> }
+      const adjudicated = (await eventsOf(kernelConn, (r as { held_id: string }).held_id)).find((e) => e.type === "call.adjudicated") as unknown as { decisions: Array<{ by: string; digest?: string; output: { fault?: string } }> }
       const loop = adjudicated.decisions.find((d) => d.by === "plugin:loop-forever@1.0.0")
       expect(loop?.output.fault).toBe("timeout")
       expect(loop?.digest).toMatch(/^[0-9a-f]{64}$/)

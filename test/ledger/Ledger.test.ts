@@ -232,13 +232,13 @@ describe("HeldCallStore", () => {
     expect(loaded._tag === "Left" ? loaded.left : loaded.right?.facts).toEqual(appended.facts)
   })
 
-  // KNOWN BUG (runtime/ledger/Projection.ts writeProjection, the lost-race branch): readProjection
+  // REGRESSION (fixed: storedSeq) (runtime/ledger/Projection.ts writeProjection, the lost-race branch): readProjection
   // now treats an undecodable projection as absent, so the rebuilt Loaded has revision 0; the
   // write then hits "key exists", re-reads, takes `last_seq` from the raw (old-shaped) JSON and,
   // as it is >= the rebuilt facts' last_seq, keeps it. The undecodable projection is never
   // replaced: every load of the call replays its whole stream, and KV readers see the old shape.
   // Expected: a stored value that does not decode as HeldCallFacts counts as last_seq 0.
-  it.fails("after such a rebuild, projecting the facts replaces the undecodable projection", async () => {
+  it("after such a rebuild, projecting the facts replaces the undecodable projection", async () => {
     const h = newHeldId()
     const appended = await appendNew(a, h, story(h))
     await a.runPromise(putOldShapedProjection(h, appended.facts))
