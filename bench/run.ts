@@ -1,0 +1,33 @@
+import { mkdirSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { repoRoot } from "../runtime/cli/Paths.js"
+import { runAuditReplayBench } from "./audit-replay.js"
+import { runKernelPathBench } from "./kernel-paths.js"
+import { runParkedMemoryBench } from "./parked-memory.js"
+import { runPluginStageBench } from "./plugin-stage.js"
+import { printTable, type Row } from "./Table.js"
+
+/**
+ * `npm run bench`: every figure next to its floor, measured in the same run. Select with
+ * WK_BENCH_ONLY=kernel,plugin,audit,memory; sizes with WK_BENCH_RUNS, WK_BENCH_PER_RUN,
+ * WK_BENCH_PARKED (default 100,000 parked calls: that part takes minutes).
+ */
+const suites: ReadonlyArray<readonly [string, () => Promise<Array<Row>>]> = [
+  ["kernel", runKernelPathBench],
+  ["plugin", () => runPluginStageBench()],
+  ["audit", runAuditReplayBench],
+  ["memory", () => runParkedMemoryBench()]
+]
+const only = (process.env["WK_BENCH_ONLY"] ?? "").split(",").filter((s) => s !== "")
+const rows: Array<Row> = []
+for (const [name, run] of suites) {
+  if (only.length > 0 && !only.includes(name)) continue
+  process.stderr.write(`bench: ${name}...\n`)
+  rows.push(...(await run()))
+}
+printTable(rows)
+const dir = join(repoRoot, "bench", "results")
+mkdirSync(dir, { recursive: true })
+const file = join(dir, `bench-${new Date().toISOString().replace(/[:.]/g, "-")}.json`)
+writeFileSync(file, JSON.stringify({ at: new Date().toISOString(), rows }, null, 2))
+console.log(`\nwrote ${file}`)
