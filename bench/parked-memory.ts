@@ -46,9 +46,9 @@ export const runParkedMemoryBench = async (total = Number(process.env["WK_BENCH_
     await Promise.all(Array.from({ length: 64 }, worker))
   }
   const settle = async () => {
-    // Wait until the controller has seen every event (nothing pending delivery), then a little more.
+    // Wait until the controller has taken every wake (nothing pending delivery), then a little more.
     for (;;) {
-      const info = await jsm.consumers.info(Streams.events, ControllerConsumer)
+      const info = await jsm.consumers.info(Streams.wakes, ControllerConsumer)
       if (info.num_pending === 0) break
       await new Promise((r) => setTimeout(r, 500))
     }
