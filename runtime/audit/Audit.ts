@@ -31,16 +31,22 @@ export const skipped = (name: CheckName, note: string): CheckResult => ({ name, 
 
 /**
  * Runs every pure check over in-memory histories (no NATS): re-folds each call with the
- * kernel's reducer and returns the traced calls and one result per check. `delivery` is
+ * kernel's reducer and returns the final facts of each call (with its steps when `keepSteps`)
+ * and one result per check. `delivery` is
  * reported skipped when the context has no deliveries.
  */
-export const auditHistories = (histories: Iterable<HeldHistory>, ctx: CheckContext): { readonly traced: ReadonlyArray<Traced>; readonly checks: ReadonlyArray<CheckResult> } => {
+export const auditHistories = (
+  histories: Iterable<HeldHistory>,
+  ctx: CheckContext,
+  options: { readonly keepSteps?: boolean } = {}
+): { readonly traced: ReadonlyArray<Traced>; readonly checks: ReadonlyArray<CheckResult> } => {
   const t = tally()
   const traced: Array<Traced> = []
   for (const h of histories) {
     const call = trace(h)
-    traced.push(call)
     for (const check of heldChecks) t.add(check.name, check.run(call, ctx))
+    // Steps are dropped once checked unless asked for: a long replay then stays in young GC.
+    traced.push(options.keepSteps === true ? call : { heldId: call.heldId, steps: [], facts: call.facts })
   }
   const checks = heldChecks.map((c) =>
     c.name === "delivery" && ctx.deliveries === undefined ? withNote(t.result(c.name), "sessions stream not read: only calls that ended undelivered are checked") : t.result(c.name)

@@ -2,19 +2,27 @@ import { Effect, Either, Schema } from "effect"
 import type { Nats } from "../ledger/Nats.js"
 import type { DeliveryMessage } from "./checks/Check.js"
 import { readOrdered, streamLayout } from "./StreamReader.js"
+import { compileGuard } from "./internal/compileGuard.js"
 
-const decodeDelivery = Schema.decodeUnknownEither(
-  Schema.parseJson(
-    Schema.Struct({
-      held_id: Schema.String,
-      delivery_id: Schema.String,
-      outcome: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
-      admission: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
-      result: Schema.optional(Schema.Unknown)
-    })
-  )
-)
+/** The fields of a delivery message (protocol.md, "Delivery to the parked session") the checks read. */
+const DeliveryBody = Schema.Struct({
+  held_id: Schema.String,
+  delivery_id: Schema.String,
+  outcome: Schema.optional(Schema.NullOr(Schema.String)),
+  admission: Schema.optional(Schema.NullOr(Schema.String)),
+  result: Schema.optional(Schema.Unknown)
+})
+const isDelivery = compileGuard(DeliveryBody)
 const text = new TextDecoder()
+
+const parseDelivery = (data: Uint8Array): typeof DeliveryBody.Type | undefined => {
+  try {
+    const v: unknown = JSON.parse(text.decode(data))
+    return isDelivery(v) ? v : undefined
+  } catch {
+    return undefined
+  }
+}
 
 /** The deliveries of some calls, or why they could not be read. */
 export type Deliveries =
@@ -29,11 +37,11 @@ export const readDeliveries = (stream: string, calls: ReadonlyMap<string, unknow
     const byHeld = new Map<string, Array<DeliveryMessage>>()
     const read = yield* Effect.either(
       readOrdered(stream, { fromSeq: layout.right.firstSeq }, layout.right.lastSeq, (m) => {
-        const d = decodeDelivery(text.decode(m.data))
-        if (Either.isLeft(d) || !calls.has(d.right.held_id)) return
-        const list = byHeld.get(d.right.held_id) ?? []
-        list.push({ seq: m.seq, ...d.right, result: d.right.result ?? null })
-        byHeld.set(d.right.held_id, list)
+        const d = parseDelivery(m.data)
+        if (d === undefined || !calls.has(d.held_id)) return
+        const list = byHeld.get(d.held_id) ?? []
+        list.push({ seq: m.seq, held_id: d.held_id, delivery_id: d.delivery_id, outcome: d.outcome ?? null, admission: d.admission ?? null, result: d.result ?? null })
+        byHeld.set(d.held_id, list)
       })
     )
     if (Either.isLeft(read)) return { _tag: "skipped" as const, note: `cannot read ${stream}: ${read.left.message}` }

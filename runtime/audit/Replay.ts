@@ -1,6 +1,9 @@
 import { Effect, Either, Layer, Schema } from "effect"
 import { layerNats, Nats, type NatsOptions } from "../ledger/Nats.js"
 import { decodeEventBytes } from "../ledger/EventLog.js"
+import type { Envelope } from "../schema/Envelope.js"
+import { parseEvent } from "./internal/fastDecode.js"
+import { verifyEnvelopeAsync } from "./internal/verifyAsync.js"
 import type { SequencedEvent } from "../schema/Events.js"
 import { HeldCallFacts } from "../schema/Facts.js"
 import { PolicyApplied } from "../schema/PolicyApplied.js"
@@ -70,6 +73,9 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
     const policy = policyHistory(records, options.registrySkewMs ?? DefaultRegistrySkewMs)
 
     const calls = new Map<string, Array<SequencedEvent>>()
+    // Signatures are verified on the thread pool while the stream is read.
+    const verdicts = new WeakMap<Envelope, boolean>()
+    const pending: Array<Promise<void>> = []
     let events = 0
     let prevSeq = 0
     let firstSeq = 0
@@ -84,9 +90,13 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
       if (heldId === "_policy") return
       let event: SequencedEvent["event"]
       try {
-        event = decodeEventBytes(m.data)
+        event = parseEvent(m.data)
       } catch (e) {
         return fail(heldId, [m.seq], `an event does not decode: ${String(e).slice(0, 200)}`)
+      }
+      if ("envelope" in event && event.envelope !== undefined) {
+        const env = event.envelope
+        pending.push(verifyEnvelopeAsync(env).then((ok) => void verdicts.set(env, ok)))
       }
       if (event.held_id !== heldId) fail(heldId, [m.seq], `an event of ${event.held_id} is stored on the subject of ${heldId}`)
       let list = calls.get(heldId)
@@ -129,16 +139,19 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
     const sessions = options.sessionsStream === undefined ? Streams.sessions : options.sessionsStream
     const deliveries = sessions === null ? { _tag: "skipped" as const, note: "sessions stream not read (disabled)" } : yield* readDeliveries(sessions, calls)
 
+    yield* Effect.promise(() => Promise.all(pending))
+
     let newestAt = 0
     for (const list of calls.values()) newestAt = Math.max(newestAt, Date.parse(list[list.length - 1]!.event.at))
     const ctx: CheckContext = {
       policy,
       newestAt,
       settleMs: options.settleMs ?? 30_000,
+      verified: (env) => verdicts.get(env),
       ...(deliveries._tag === "read" ? { deliveries: deliveries.byHeld } : {})
     }
     const histories: Array<HeldHistory> = [...calls].map(([heldId, evs]) => ({ heldId, events: evs }))
-    const { traced, checks } = auditHistories(histories, ctx)
+    const { traced, checks } = auditHistories(histories, ctx, { keepSteps: options.rerunPlugins === true })
     const held = checks.map((c) => (c.name === "delivery" && deliveries._tag === "skipped" ? { ...c, note: deliveries.note } : c))
 
     const projection = options.factsBucket === null ? null : yield* compareAll(options.factsBucket ?? Buckets.facts, traced)

@@ -1,10 +1,10 @@
-import { Either, Schema } from "effect"
 import { activePolicy, type ActivePolicy } from "../../policy/ActivePolicy.js"
 import { judgeAttestation } from "../../protocol/Attest.js"
 import { AttestPayload } from "../../schema/Requests.js"
+import { compileGuard } from "../internal/compileGuard.js"
 import { collector, type HeldCheck } from "./Check.js"
 
-const decodeAttest = Schema.decodeUnknownEither(AttestPayload)
+const isAttest = compileGuard(AttestPayload)
 
 /** Fields an accepted attestation event copies from the signed request. */
 const Copied = ["generation", "call_digest", "contract_digest", "decision", "issued_at", "expires_at", "nonce", "evidence_digest"] as const
@@ -23,12 +23,11 @@ export const attestationBinding: HeldCheck = {
     for (const { seq, event, before, fresh } of call.steps) {
       if (event.type !== "attestation.accepted" || !fresh) continue
       c.count()
-      const decoded = decodeAttest(event.envelope.payload)
-      if (Either.isLeft(decoded)) {
-        c.fail([seq], `the signed attestation does not decode: ${decoded.left.message.slice(0, 200)}`)
+      const p: unknown = event.envelope.payload
+      if (!isAttest(p)) {
+        c.fail([seq], "the signed attestation is not an attest payload (protocol: Attest)")
         continue
       }
-      const p = decoded.right
       const differs: Array<string> = Copied.filter((k) => (event as Record<string, unknown>)[k] !== (p as Record<string, unknown>)[k])
       if (event.witness !== p.principal) differs.push("principal")
       if (event.class !== p.class) differs.push("class")

@@ -1,3 +1,4 @@
+import type { Envelope } from "../../schema/Envelope.js"
 import type { CheckName, Violation } from "../AuditReport.js"
 import type { Traced } from "../HeldHistory.js"
 import type { PolicyHistory } from "../PolicyHistory.js"
@@ -21,6 +22,11 @@ export interface CheckContext {
   readonly newestAt: number
   /** How long the kernel may take to finish an outstanding step before it counts as missed. */
   readonly settleMs: number
+  /**
+   * Signature verdicts computed ahead (the replay verifies on the thread pool while it reads);
+   * undefined for an envelope means "verify it now".
+   */
+  readonly verified?: (env: Envelope) => boolean | undefined
 }
 
 /** Something a check could not decide (not a violation). */
