@@ -1,9 +1,8 @@
 import { Effect, Either, Layer, Schema } from "effect"
 import { layerNats, Nats, type NatsOptions } from "../ledger/Nats.js"
 import { decodeEventBytes } from "../ledger/EventLog.js"
-import type { Envelope } from "../schema/Envelope.js"
 import { parseEvent } from "./internal/fastDecode.js"
-import { verifyEnvelopeAsync } from "./internal/verifyAsync.js"
+import { makeSignatureVerifier } from "./internal/SignatureVerifier.js"
 import type { SequencedEvent } from "../schema/Events.js"
 import { HeldCallFacts } from "../schema/Facts.js"
 import { PolicyApplied } from "../schema/PolicyApplied.js"
@@ -39,6 +38,8 @@ export interface ReplayOptions {
   readonly registrySkewMs?: number
   /** How long outstanding kernel work may take before it counts as missed (default 30 s). */
   readonly settleMs?: number
+  /** Worker threads verifying signatures during the read (default: one per spare core, at most 2; 0: main thread). */
+  readonly verifyWorkers?: number
   /** Called about once a second during long reads. */
   readonly onProgress?: (p: ReadProgress & { readonly phase: string }) => void
 }
@@ -54,7 +55,7 @@ const text = new TextDecoder()
  * writes anything; works with the read-only auditor credentials.
  */
 export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, AuditError, Nats> =>
-  Effect.gen(function* () {
+  Effect.scoped(Effect.gen(function* () {
     const t0 = Date.now()
     const stream = options.stream ?? Streams.events
     const selection = options.selection ?? { fromSeq: 1 }
@@ -73,9 +74,8 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
     const policy = policyHistory(records, options.registrySkewMs ?? DefaultRegistrySkewMs)
 
     const calls = new Map<string, Array<SequencedEvent>>()
-    // Signatures are verified on the thread pool while the stream is read.
-    const verdicts = new WeakMap<Envelope, boolean>()
-    const pending: Array<Promise<void>> = []
+    // Signatures are verified on worker threads while the stream is read.
+    const verifier = yield* Effect.acquireRelease(Effect.sync(() => makeSignatureVerifier(options.verifyWorkers)), (v) => Effect.promise(() => v.finish()))
     let events = 0
     let prevSeq = 0
     let firstSeq = 0
@@ -94,10 +94,7 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
       } catch (e) {
         return fail(heldId, [m.seq], `an event does not decode: ${String(e).slice(0, 200)}`)
       }
-      if ("envelope" in event && event.envelope !== undefined) {
-        const env = event.envelope
-        pending.push(verifyEnvelopeAsync(env).then((ok) => void verdicts.set(env, ok)))
-      }
+      if ("envelope" in event && event.envelope !== undefined) verifier.submit(m.seq, m.data)
       if (event.held_id !== heldId) fail(heldId, [m.seq], `an event of ${event.held_id} is stored on the subject of ${heldId}`)
       let list = calls.get(heldId)
       if (list === undefined) calls.set(heldId, (list = []))
@@ -139,7 +136,7 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
     const sessions = options.sessionsStream === undefined ? Streams.sessions : options.sessionsStream
     const deliveries = sessions === null ? { _tag: "skipped" as const, note: "sessions stream not read (disabled)" } : yield* readDeliveries(sessions, calls)
 
-    yield* Effect.promise(() => Promise.all(pending))
+    const verdicts = yield* Effect.promise(() => verifier.finish())
 
     let newestAt = 0
     for (const list of calls.values()) newestAt = Math.max(newestAt, Date.parse(list[list.length - 1]!.event.at))
@@ -147,7 +144,7 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
       policy,
       newestAt,
       settleMs: options.settleMs ?? 30_000,
-      verified: (env) => verdicts.get(env),
+      verified: (seq) => verdicts.get(seq),
       ...(deliveries._tag === "read" ? { deliveries: deliveries.byHeld } : {})
     }
     const histories: Array<HeldHistory> = [...calls].map(([heldId, evs]) => ({ heldId, events: evs }))
@@ -207,7 +204,7 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
       projection: projection === null || projection._tag === "unreadable" ? null : projection.summary,
       violations
     } satisfies AuditReport
-  })
+  }))
 
 /** `replay` over its own connection (the CLI's entry point). */
 export const replayOver = (nats: NatsOptions, options: ReplayOptions = {}): Effect.Effect<AuditReport, AuditError> =>

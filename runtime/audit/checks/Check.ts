@@ -26,7 +26,7 @@ export interface CheckContext {
    * Signature verdicts computed ahead (the replay verifies on the thread pool while it reads);
    * undefined for an envelope means "verify it now".
    */
-  readonly verified?: (env: Envelope) => boolean | undefined
+  readonly verified?: (seq: number, env: Envelope) => boolean | undefined
 }
 
 /** Something a check could not decide (not a violation). */

@@ -56,7 +56,7 @@ export const signatures: HeldCheck = {
       }
       c.count()
       if (env.payload["op"] !== op) c.fail([seq], `${event.type} carries an envelope with op ${JSON.stringify(env.payload["op"])}, expected '${op}'`)
-      if (!(ctx.verified?.(env) ?? verifySignature(env))) {
+      if (!(ctx.verified?.(seq, env) ?? verifySignature(env))) {
         c.fail([seq], `${event.type}: the signature does not verify over the JCS of the payload`)
         continue
       }
