@@ -1,5 +1,4 @@
 import { Effect } from "effect"
-import { HeldCallStore } from "../ledger/HeldCallStore.js"
 import { Driver } from "../loops/Driver.js"
 import { wake } from "../ledger/Wakes.js"
 import { eventOf } from "../loops/Actions.js"
@@ -11,7 +10,8 @@ import type { AttestationAccepted, AttestationRejected } from "../schema/Events.
 import type { HeldCallFacts } from "../schema/Facts.js"
 import { AttestPayload } from "../schema/Requests.js"
 import type { Envelope } from "../schema/Envelope.js"
-import { notFound, unavailable, type Reply } from "./Replies.js"
+import type { Reply } from "./Replies.js"
+import { appendDecided, type Decided } from "./internal/appendDecided.js"
 import { signedRequest } from "./Request.js"
 
 /** Tolerated clock skew for `issued_at` in the future. */
@@ -56,58 +56,46 @@ const replyFor = (v: Verdict, duplicate = false): Reply =>
 export const attest = (data: Uint8Array) =>
   Effect.gen(function* () {
     const { payload: p, envelope, policy } = yield* signedRequest(data, "attest", AttestPayload)
-    const store = yield* HeldCallStore
     const digest = jcsDigest(p)
     const acceptedId = `attestation.accepted:${p.held_id}:${digest}`
     const rejectedId = `attestation.rejected:${p.held_id}:${digest}`
-    const reply = yield* store.serialized(
-      p.held_id,
-      Effect.gen(function* () {
-        for (let attempt = 0; attempt < 16; attempt++) {
-          const loaded = yield* store.load(p.held_id, "cached")
-          if (loaded === null || loaded.facts.spec === null) return notFound(p.held_id)
-          const f = loaded.facts
-          if (f.seen.includes(acceptedId)) return replyFor({ disposition: "accepted" }, true)
-          const v = judgeAttestation(f, p, envelope, policy, Date.now())
-          if (f.seen.includes(rejectedId)) return replyFor(v)
-          const base = { held_id: p.held_id, generation: f.generation }
-          const event =
-            v.disposition === "accepted"
-              ? eventOf<typeof AttestationAccepted.Type>({
-                  ...base,
-                  generation: p.generation,
-                  type: "attestation.accepted",
-                  event_id: acceptedId,
-                  witness: p.principal,
-                  class: p.class,
-                  decision: p.decision,
-                  attestation_digest: digest,
-                  call_digest: p.call_digest,
-                  contract_digest: p.contract_digest,
-                  issued_at: p.issued_at,
-                  expires_at: p.expires_at,
-                  nonce: p.nonce,
-                  ...(p.evidence_digest !== undefined ? { evidence_digest: p.evidence_digest } : {}),
-                  envelope
-                })
-              : eventOf<typeof AttestationRejected.Type>({
-                  ...base,
-                  type: "attestation.rejected",
-                  event_id: rejectedId,
-                  witness: p.principal,
-                  class: p.class,
-                  disposition: v.disposition,
-                  reason: v.reason,
-                  attestation_digest: digest,
-                  envelope
-                })
-          const r = yield* store.append(loaded, [event]).pipe(Effect.either)
-          if (r._tag === "Right") return replyFor(v)
-          if (r.left._tag !== "AppendConflict") return yield* r.left
-        }
-        return unavailable(`held call ${p.held_id} is changing too fast; retry`)
-      })
-    )
+    const { reply } = yield* appendDecided(p.held_id, (f): Decided => {
+      if (f.seen.includes(acceptedId)) return { reply: replyFor({ disposition: "accepted" }, true) }
+      const v = judgeAttestation(f, p, envelope, policy, Date.now())
+      if (f.seen.includes(rejectedId)) return { reply: replyFor(v) }
+      const base = { held_id: p.held_id, generation: f.generation }
+      const event =
+        v.disposition === "accepted"
+          ? eventOf<typeof AttestationAccepted.Type>({
+              ...base,
+              generation: p.generation,
+              type: "attestation.accepted",
+              event_id: acceptedId,
+              witness: p.principal,
+              class: p.class,
+              decision: p.decision,
+              attestation_digest: digest,
+              call_digest: p.call_digest,
+              contract_digest: p.contract_digest,
+              issued_at: p.issued_at,
+              expires_at: p.expires_at,
+              nonce: p.nonce,
+              ...(p.evidence_digest !== undefined ? { evidence_digest: p.evidence_digest } : {}),
+              envelope
+            })
+          : eventOf<typeof AttestationRejected.Type>({
+              ...base,
+              type: "attestation.rejected",
+              event_id: rejectedId,
+              witness: p.principal,
+              class: p.class,
+              disposition: v.disposition,
+              reason: v.reason,
+              attestation_digest: digest,
+              envelope
+            })
+      return { reply: replyFor(v), event }
+    })
     if (reply.status === 202) {
       yield* wake(p.held_id)
       const driver = yield* Driver
