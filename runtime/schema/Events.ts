@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import { Envelope } from "./Envelope.js"
-import { CallPreferences } from "./Requests.js"
+import { HeldCallSpec } from "./HeldCallSpec.js"
 import { JsonObject, JsonValue } from "./Json.js"
 import { WitnessContract, WitnessRule } from "./WitnessContract.js"
 
@@ -38,18 +38,8 @@ export type WitnessRequest = typeof WitnessRequest.Type
 export const CallProposed = Schema.Struct({
   ...Base,
   type: Schema.Literal("call.proposed"),
-  principal: Schema.String,
-  session_id: Schema.String,
-  turn_id: Schema.String,
-  call_id: Schema.String,
-  tool: Schema.String,
-  args: JsonObject,
-  call_digest: Schema.String,
-  continuation_ref: Schema.optional(Schema.String),
-  preferences: Schema.optional(CallPreferences),
-  idempotency_key: Schema.String,
-  created_at: Schema.String,
-  expires_at: Schema.String,
+  // The generation's spec, as the facts keep it.
+  ...HeldCallSpec.fields,
   envelope: Schema.optional(Envelope)
 })
 

@@ -1,25 +1,11 @@
 import { Schema } from "effect"
 import { JsonObject, JsonValue } from "./Json.js"
-import { CallPreferences } from "./Requests.js"
 import { Readiness, Reason, Verdict, WitnessRequest } from "./Events.js"
 import { WitnessContract, WitnessRule } from "./WitnessContract.js"
+import { HeldCallSpec } from "./HeldCallSpec.js"
 
-/** The immutable spec of one generation of a held call (the seed's `HeldCall`). */
-export const HeldCallSpec = Schema.Struct({
-  principal: Schema.String,
-  session_id: Schema.String,
-  turn_id: Schema.String,
-  call_id: Schema.String,
-  tool: Schema.String,
-  args: JsonObject,
-  call_digest: Schema.String,
-  continuation_ref: Schema.optional(Schema.String),
-  preferences: Schema.optional(CallPreferences),
-  idempotency_key: Schema.String,
-  created_at: Schema.String,
-  expires_at: Schema.String
-})
-export type HeldCallSpec = typeof HeldCallSpec.Type
+/** The immutable spec of one generation (its own module so events and facts share it). */
+export { HeldCallSpec } from "./HeldCallSpec.js"
 
 /**
  * open: may still run or end. completed: the effect ran and its result was admitted or quarantined.
