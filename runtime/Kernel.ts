@@ -8,6 +8,7 @@ import { layerRuleAdjudicator } from "./policy/RuleAdjudicator.js"
 import { layerAdmitAll } from "./policy/Admission.js"
 import { layerDriver } from "./loops/Driver.js"
 import { runController } from "./loops/Controller.js"
+import { runPresenceWatch } from "./loops/PresenceWatch.js"
 import { serveProtocol } from "./protocol/Service.js"
 import { serveStatus } from "./protocol/Status.js"
 import type { Profile } from "./schema/Profile.js"
@@ -77,7 +78,8 @@ export const runKernel = Effect.gen(function* () {
   yield* serveProtocol
   yield* serveStatus
   yield* runController()
-  const { owner } = yield* KernelConfig
+  const { owner, presenceIntervalMs } = yield* KernelConfig
+  yield* runPresenceWatch(presenceIntervalMs)
   const { nc } = yield* Nats
   return { owner, server: nc.getServer() }
 })

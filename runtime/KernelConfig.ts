@@ -14,6 +14,8 @@ export class KernelConfig extends Context.Tag("wk/KernelConfig")<
     readonly toolTimeoutMs: number
     /** How long a proposer waits for another worker to finish the same call. */
     readonly answerWaitMs: number
+    /** How often the kernel probes the sessions of calls proposed with cancel_on_disconnect. */
+    readonly presenceIntervalMs: number
     /** Pause the executor (tests make race windows deterministic with it). */
     readonly executorPaused: () => boolean
   }
@@ -27,5 +29,6 @@ export const layerKernelConfig = (overrides: Partial<Context.Tag.Service<KernelC
     leaseMs: overrides.leaseMs ?? Number(process.env["WK_LEASE_MS"] ?? 10_000),
     toolTimeoutMs: overrides.toolTimeoutMs ?? Number(process.env["WK_TOOL_TIMEOUT_MS"] ?? 5_000),
     answerWaitMs: overrides.answerWaitMs ?? 10_000,
+    presenceIntervalMs: overrides.presenceIntervalMs ?? Number(process.env["WK_PRESENCE_MS"] ?? 2_000),
     executorPaused: overrides.executorPaused ?? (() => process.env["WK_EXECUTOR_PAUSED"] === "1")
   })

@@ -116,7 +116,21 @@ export class WitnessClient {
   }
 
   propose(input: ProposeInput): Promise<ProposeReply> {
+    // With cancel_on_disconnect the kernel probes the session; be present before it can look.
+    if (input.preferences?.["cancel_on_disconnect"] === true) this.stayPresent(input.session_id)
     return this.request(Subjects.propose, this.sign({ op: "propose", ...input }))
+  }
+
+  private readonly present = new Set<string>()
+
+  /**
+   * Keeps this connection subscribed to the session's presence subject, so calls proposed with
+   * `cancel_on_disconnect` stay alive while it is open. Closing the connection is the disconnect.
+   */
+  stayPresent(sessionId: string): void {
+    if (this.present.has(sessionId)) return
+    this.present.add(sessionId)
+    this.nc.subscribe(Subjects.presence(sessionId))
   }
 
   get(heldId: string): Promise<{ status: number; held?: Record<string, unknown> & { session_id: string; generation: number; call_digest: string; contract_digest: string | null } ; error?: ErrorReply["error"] }> {

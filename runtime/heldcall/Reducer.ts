@@ -156,7 +156,8 @@ const end = (f: HeldCallFacts, outcome: NonNullable<HeldCallFacts["outcome"]>, e
     ...extra,
     lifecycle: outcome,
     outcome,
-    continuation_delivery: f.held && f.continuation_delivery === "none" ? "pending" : f.continuation_delivery
+    // Held calls, and calls proposed with `wait: background`, answer through the session.
+    continuation_delivery: (f.held || f.spec?.preferences?.wait?.mode === "background") && f.continuation_delivery === "none" ? "pending" : f.continuation_delivery
   }
 }
 

@@ -3,10 +3,11 @@ import type { Loaded } from "../ledger/HeldCallStore.js"
 import { HeldCallStore } from "../ledger/HeldCallStore.js"
 import { Nats } from "../ledger/Nats.js"
 import { wake } from "../ledger/Wakes.js"
+import { watchSession } from "./PresenceWatch.js"
 import { Subjects } from "../schema/Subjects.js"
 import { Adjudicator, type Adjudication } from "../policy/Adjudicator.js"
 import { isGranted, type ActivePolicy } from "../policy/ActivePolicy.js"
-import { DefaultContract } from "../policy/RuleAdjudicator.js"
+import { applyPreferences, effectivePreferences, redactArgs } from "../policy/Preferences.js"
 import { callDigest, contractDigest } from "../schema/Canonical.js"
 import type { CallAdjudicated, CallDenied, CallHeld, HeldEvent } from "../schema/Events.js"
 import type { HeldCallFacts } from "../schema/Facts.js"
@@ -34,10 +35,7 @@ export const decide = (facts: HeldCallFacts, policy: ActivePolicy, now: number) 
       policy,
       now
     })
-    if (a.verdict === "ALLOW" && spec.preferences?.require_witness === true) {
-      return { ...a, verdict: "REQUIRE_WITNESS" as const, contract: DefaultContract, reasons: [...a.reasons, { by: "preferences", reason: "the caller asked for a witness" }] }
-    }
-    return a
+    return applyPreferences(a, effectivePreferences(policy, spec.principal, spec.preferences), spec)
   })
 
 /** The `adjudicate` action: records the verdict for the current generation and policy epoch. */
@@ -71,7 +69,7 @@ export const adjudicate = (loaded: Loaded, policy: ActivePolicy) =>
           ...base,
           type: "call.held",
           event_id: `call.held:${f.held_id}:g${f.generation}:${digest}`,
-          witness_request: { contract: a.contract, contract_digest: digest!, presentation: presentationOf(f, a.executed, executedDigest, a.contract.summary) },
+          witness_request: { contract: a.contract, contract_digest: digest!, presentation: presentationOf(f, a.executed, executedDigest, a.contract.summary, effectivePreferences(policy, spec.principal, spec.preferences).disclosure ?? "exact") },
           expires_at: f.spec!.expires_at
         })
       )
@@ -84,6 +82,7 @@ export const adjudicate = (loaded: Loaded, policy: ActivePolicy) =>
     if (held !== undefined) {
       // The parked call's timers (expiry, fallback) live in its wake.
       yield* wake(f.held_id)
+      if (effectivePreferences(policy, spec.principal, spec.preferences).cancel_on_disconnect === true) yield* watchSession(f.held_id, spec.session_id)
       // Witness routes listen here; the request is a notification, the held call is the truth.
       const { nc } = yield* Nats
       yield* Effect.sync(() => nc.publish(Subjects.witnessRequests(f.held_id), JSON.stringify({ held_id: f.held_id, generation: f.generation, expires_at: held.expires_at, witness_request: held.witness_request })))
@@ -91,11 +90,15 @@ export const adjudicate = (loaded: Loaded, policy: ActivePolicy) =>
     return progress
   })
 
-/** What a witness is shown: the exact canonical call it binds to (disclosure preferences arrive with the policy plugins). */
-const presentationOf = (f: HeldCallFacts, call: Adjudication["executed"], digest: string, summary: string | undefined) => ({
+/**
+ * What a witness is shown: the canonical call it binds to. With `disclosure: "redacted"` every
+ * argument value is replaced by its type; the digests still bind the witness to the exact call.
+ */
+const presentationOf = (f: HeldCallFacts, call: Adjudication["executed"], digest: string, summary: string | undefined, disclosure: "exact" | "redacted") => ({
   principal: f.spec!.principal,
   tool: call.tool,
-  args: call.args,
+  args: disclosure === "exact" ? call.args : redactArgs(call.args),
+  disclosure,
   call_digest: digest,
   generation: f.generation,
   ...(call.tool !== f.spec!.tool || digest !== f.spec!.call_digest ? { proposed: { tool: f.spec!.tool, call_digest: f.spec!.call_digest } } : {}),

@@ -7,7 +7,12 @@ import { callDigest, heldIdOf } from "../schema/Canonical.js"
 import type { CallProposed } from "../schema/Events.js"
 import { ProposePayload } from "../schema/Requests.js"
 import { eventOf } from "../loops/Actions.js"
-import { conflict, proposeReply, unavailable, type Reply } from "./Replies.js"
+import { wake } from "../ledger/Wakes.js"
+import { effectivePreferences, layerPreferences, wideningsOf } from "../policy/Preferences.js"
+import type { Preferences } from "../schema/Preferences.js"
+import { Subjects } from "../schema/Subjects.js"
+import { awaitEnd } from "./AwaitEnd.js"
+import { conflict, invalidRequest, proposeReply, unavailable, type Reply } from "./Replies.js"
 import { signedRequest, type Signed } from "./Request.js"
 
 /**
@@ -20,16 +25,45 @@ export const propose = (data: Uint8Array) =>
     const req = yield* signedRequest(data, "propose", ProposePayload)
     const p = req.payload
     const heldId = heldIdOf(p.principal, p.session_id, p.turn_id, p.call_id)
-    const recorded = yield* record(heldId, req)
+    if (p.preferences !== undefined) {
+      const widening = wideningsOf(p.preferences, layerPreferences(req.policy, p.principal))[0]
+      if (widening !== undefined) return invalidRequest(widening.message, `payload.preferences.${widening.field}`)
+    }
+    const prefs = effectivePreferences(req.policy, p.principal, p.preferences)
+    const recorded = yield* record(heldId, req, prefs)
     if (recorded !== "ok") return recorded
     const driver = yield* Driver
+    if (prefs.wait?.mode === "background") {
+      // The wake makes the controller drive the call even if this process stops right now.
+      yield* wake(heldId)
+      yield* Effect.forkDaemon(driver.drive(heldId, "cached").pipe(Effect.ignore))
+      return accepted(heldId, p.session_id)
+    }
     const driven = yield* driver.drive(heldId, "cached")
     const reply = driven.facts === null ? null : proposeReply(driven.facts)
+    if (reply !== null && reply.status === 202 && prefs.wait?.mode === "block" && prefs.wait.max_ms > 0) {
+      return (yield* awaitEnd(heldId, prefs.wait.max_ms)) ?? (yield* currentReply(heldId, reply))
+    }
     return reply ?? (yield* awaitAnswer(heldId))
   })
 
+/** The answer to `wait: {mode: "background"}`: accepted; the result arrives on the session. */
+const accepted = (heldId: string, sessionId: string): Reply => ({
+  status: 202,
+  outcome: "accepted",
+  held_id: heldId,
+  delivery: { subject: Subjects.sessionResults(sessionId) }
+})
+
+/** The held reply as it stands now (an edit or a stale contract may have changed it). */
+const currentReply = (heldId: string, fallback: Reply) =>
+  Effect.gen(function* () {
+    const loaded = yield* (yield* HeldCallStore).load(heldId)
+    return (loaded === null ? null : proposeReply(loaded.facts)) ?? fallback
+  })
+
 /** Writes the proposal (or its edit) unless the call already has this exact digest. */
-const record = (heldId: string, req: Signed<ProposePayload>) =>
+const record = (heldId: string, req: Signed<ProposePayload>, prefs: Preferences) =>
   Effect.gen(function* () {
     const store = yield* HeldCallStore
     const p = req.payload
@@ -50,7 +84,7 @@ const record = (heldId: string, req: Signed<ProposePayload>) =>
           }
           const generation = f.generation + 1
           const now = Date.now()
-          const ttl = Math.min(req.policy.heldTtlMs, p.preferences?.expires_in_ms ?? Number.POSITIVE_INFINITY)
+          const ttl = Math.min(req.policy.heldTtlMs, prefs.expires_in_ms ?? Number.POSITIVE_INFINITY)
           const event = eventOf<typeof CallProposed.Type>({
             type: "call.proposed",
             event_id: `call.proposed:${heldId}:g${generation}`,

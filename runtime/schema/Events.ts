@@ -182,7 +182,8 @@ export const CallCancelled = Schema.Struct({
   type: Schema.Literal("call.cancelled"),
   by: Schema.String,
   reason: Schema.String,
-  envelope: Envelope
+  /** The signed cancel request; absent only when `by` is "kernel" (cancel_on_disconnect). */
+  envelope: Schema.optional(Envelope)
 })
 
 export const CallExpired = Schema.Struct({ ...Base, type: Schema.Literal("call.expired") })

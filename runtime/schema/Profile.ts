@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { PluginPin } from "../plugins/PluginPin.js"
+import { Preferences } from "./Preferences.js"
 import { WitnessContract } from "./WitnessContract.js"
 
 /** A registered principal: its ed25519 public keys (base64) and witness classes. */
@@ -36,6 +37,8 @@ export const Profile = Schema.Struct({
   held_ttl_ms: Schema.optional(Schema.Int.pipe(Schema.positive())),
   /** Principals allowed to apply policy (`wk.v1.admin.policy.apply`). */
   admins: Schema.optional(Schema.Array(Schema.String)),
+  /** Preferences per principal ("*" for every principal); they only narrow (runtime/policy/Preferences.ts). */
+  preferences: Schema.optional(Schema.Record({ key: Schema.String, value: Preferences })),
   /** Plugins this profile pins by name, version, sha256 and signer (runtime/plugins/PluginPin.ts). */
   plugins: Schema.optional(Schema.Array(PluginPin))
 })

@@ -1,15 +1,9 @@
 import { Schema } from "effect"
 import { HeldId, Digest, Principal, Token, ToolName, Timestamp } from "./Ids.js"
 import { JsonObject } from "./Json.js"
+import { CallPreferences } from "./Preferences.js"
 
-/** Narrow-only per-call preferences (issue 5 widens the set; unknown keys are refused). */
-export const CallPreferences = Schema.Struct({
-  /** Ask for a witness even where policy would allow. */
-  require_witness: Schema.optional(Schema.Boolean),
-  /** Shorten the hold; can never lengthen the profile's limit. */
-  expires_in_ms: Schema.optional(Schema.Int.pipe(Schema.positive()))
-}).annotations({ parseOptions: { onExcessProperty: "error" } })
-export type CallPreferences = typeof CallPreferences.Type
+export { CallPreferences } from "./Preferences.js"
 
 export const ProposePayload = Schema.Struct({
   op: Schema.Literal("propose"),

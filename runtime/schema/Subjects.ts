@@ -12,7 +12,9 @@ export const Subjects = {
   toolInvoke: (tool: string) => `wk.v1.tools.${tool}.invoke`,
   toolReadback: (tool: string) => `wk.v1.tools.${tool}.readback`,
   witnessRequests: (heldId: string) => `wk.v1.witness.requests.${heldId}`,
-  wake: (heldId: string) => `wk.v1.wakes.${heldId}`
+  wake: (heldId: string) => `wk.v1.wakes.${heldId}`,
+  /** A live agent keeps a subscription here; no subscriber means the session is gone (cancel_on_disconnect). */
+  presence: (sessionId: string) => `wk.v1.presence.${sessionId}`
 } as const
 
 export const Streams = {
@@ -27,7 +29,9 @@ export const Buckets = {
   policy: "wk_policy",
   open: "wk_open",
   /** Data plugins may read through granted host functions (`kv` prefixes, `counter.<name>.<principal>`). */
-  hostData: "wk_hostdata"
+  hostData: "wk_hostdata",
+  /** Held calls to cancel when their session disconnects: held_id -> session_id. */
+  presence: "wk_presence"
 } as const
 
 /** Largest request body the kernel accepts (protocol: oversized -> 400). */
