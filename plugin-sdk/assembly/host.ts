@@ -49,6 +49,17 @@ export function counter(name: string): f64 {
   return wk_counter(Memory.allocateString(name).offset)
 }
 
+@external("extism:host/user", "wk_publish")
+declare function wk_publish(subject: u64, message: u64): void
+
+/**
+ * Publishes a text message on a NATS subject under the pin's `publish_prefix` (capability
+ * `publish`, egress `external`). Fire and forget; a subject outside the prefix is a fault.
+ */
+export function publish(subject: string, message: string): void {
+  wk_publish(Memory.allocateString(subject).offset, Memory.allocateString(message).offset)
+}
+
 /** Writes UTF-8 output (as-pdk's outputString sizes by UTF-16 length; this does not). */
 export function outputText(text: string): void {
   Host.output(Uint8Array.wrap(String.UTF8.encode(text)))

@@ -2,3 +2,4 @@
 export * from "./json"
 export * from "./host"
 export * from "./stages"
+export * from "./paths"

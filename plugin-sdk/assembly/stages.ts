@@ -70,11 +70,14 @@ export class WitnessContractInput extends StageInput {
   proposal: Proposal = new Proposal()
   /** The reasons (`{by, reason}`) the adjudicators gave for requiring a witness. */
   reasons: JArr = new JArr()
+  /** The call's disclosure preference: "exact", "redacted", or "" when nobody set one. */
+  disclosure: string = ""
   static from(o: JObj): WitnessContractInput {
     const i = new WitnessContractInput()
     i.fill(o)
     i.proposal = Proposal.from(o.getObj("proposal"))
     i.reasons = o.getArr("reasons")
+    i.disclosure = o.getStr("disclosure")
     return i
   }
 }
@@ -126,28 +129,54 @@ export class Opinion {
   }
 }
 
-/** A transform's answer: keep the call, or replace it (the kernel re-adjudicates from the start). */
+/**
+ * A transform's answer: keep the call, replace it (the kernel re-adjudicates from the start), or
+ * reject it (denied with the reason). A replacement's `kind` is "canonicalize" (same meaning,
+ * normal form: preferences may auto-apply it), "rewrite", or "" (unstated, read as a rewrite).
+ */
 export class Rewrite {
-  constructor(public replace: bool, public tool: string, public args: JObj, public reason: string) {}
-  static keep(): Rewrite { return new Rewrite(false, "", new JObj(), "") }
-  static replaceWith(tool: string, args: JObj, reason: string): Rewrite { return new Rewrite(true, tool, args, reason) }
+  constructor(public action: string, public tool: string, public args: JObj, public reason: string, public kind: string = "") {}
+  static keep(): Rewrite { return new Rewrite("keep", "", new JObj(), "") }
+  static replaceWith(tool: string, args: JObj, reason: string, kind: string = ""): Rewrite { return new Rewrite("replace", tool, args, reason, kind) }
+  static canonicalize(tool: string, args: JObj, reason: string): Rewrite { return new Rewrite("replace", tool, args, reason, "canonicalize") }
+  static reject(reason: string): Rewrite { return new Rewrite("reject", "", new JObj(), reason) }
   toJson(): JObj {
-    if (!this.replace) return new JObj().setStr("action", "keep")
-    return new JObj().setStr("action", "replace").setStr("tool", this.tool).set("args", this.args).setStr("reason", this.reason)
+    if (this.action == "keep") return new JObj().setStr("action", "keep")
+    if (this.action == "reject") return new JObj().setStr("action", "reject").setStr("reason", this.reason)
+    const o = new JObj().setStr("action", "replace").setStr("tool", this.tool).set("args", this.args).setStr("reason", this.reason)
+    if (this.kind.length > 0) o.setStr("kind", this.kind)
+    return o
   }
 }
 
-/** A witness-contract provider's answer: a contract to join (with `all`), or none. */
+/**
+ * A witness-contract provider's answer: a contract to join (with `all`), or none; optionally a
+ * presentation (`{disclosure, summary?, args?}`, see `Presentation`) for what witnesses are shown.
+ */
 export class ContractOffer {
+  presentation: JObj | null = null
   constructor(public contract: JObj | null, public reason: string) {}
   static none(): ContractOffer { return new ContractOffer(null, "") }
   static of(contract: JObj, reason: string = ""): ContractOffer { return new ContractOffer(contract, reason) }
+  presenting(presentation: JObj): ContractOffer { this.presentation = presentation; return this }
   toJson(): JObj {
     const o = new JObj()
     const c = this.contract
     o.set("contract", c === null ? new JNull() : c)
     if (this.reason.length > 0) o.setStr("reason", this.reason)
+    const p = this.presentation
+    if (p !== null) o.set("presentation", p)
     return o
+  }
+}
+
+/** Builds a witness presentation: "exact" with the call's args, or "redacted" with masked args. */
+export class Presentation {
+  static of(disclosure: string, summary: string, args: JObj | null): JObj {
+    const p = new JObj().setStr("disclosure", disclosure)
+    if (summary.length > 0) p.setStr("summary", summary)
+    if (args !== null) p.set("args", args)
+    return p
   }
 }
 
@@ -253,3 +282,34 @@ export function containsText(v: JValue, needle: string): bool {
   return false
 }
 
+
+/** Appends every string in a JSON value (object keys included) to `out`, depth first. */
+export function collectStrings(v: JValue, out: Array<string>): void {
+  if (v.isStr()) out.push(v.asStr().value)
+  else if (v.isArr()) {
+    const a = v.asArr()
+    for (let i = 0; i < a.items.length; i++) collectStrings(a.items[i], out)
+  } else if (v.isObj()) {
+    const o = v.asObj()
+    for (let i = 0; i < o.keys.length; i++) {
+      out.push(o.keys[i])
+      collectStrings(o.values[i], out)
+    }
+  }
+}
+
+/** The strings of a config array (non-strings skipped); `fallback` when it has none. */
+export function stringList(a: JArr, fallback: Array<string> = new Array<string>()): Array<string> {
+  const out = new Array<string>()
+  for (let i = 0; i < a.length; i++) if (a.at(i).isStr()) out.push(a.at(i).asStr().value)
+  return out.length > 0 ? out : fallback
+}
+
+/** True when `tool` is in `tools`; an entry ending in `*` matches a prefix. */
+export function toolMatches(tools: Array<string>, tool: string): bool {
+  for (let i = 0; i < tools.length; i++) {
+    const t = tools[i]
+    if (t.endsWith("*") ? tool.startsWith(t.substring(0, t.length - 1)) : t == tool) return true
+  }
+  return false
+}

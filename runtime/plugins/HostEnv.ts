@@ -14,14 +14,32 @@ export class PluginHostEnv extends Context.Tag("wk/PluginHostEnv")<
     readonly kvGet: (key: string) => Effect.Effect<string | null>
     /** A named counter for a principal, e.g. "spent_today"; 0 when unknown. */
     readonly counter: (name: string, principal: string) => Effect.Effect<number>
+    /**
+     * Publishes one message (capability `publish`; subject already checked against the granted
+     * prefix). Fire and forget: it must not block the plugin, and a failure to publish is the
+     * sink's loss, never a change to a decision.
+     */
+    readonly publish: (subject: string, data: string) => Effect.Effect<void>
   }
 >() {}
 
-/** Host data in memory: `kv` by key, `counters[name][principal]`. */
-export const layerHostEnvMemory = (data: { readonly kv?: Readonly<Record<string, string>>; readonly counters?: Readonly<Record<string, Readonly<Record<string, number>>>> } = {}) =>
+/** Largest message a plugin may publish, in UTF-16 code units of its text. */
+export const MaxPublishChars = 64 * 1024
+
+const PublishSubject = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/
+
+/** Host data in memory: `kv` by key, `counters[name][principal]`; published messages are appended to `published`. */
+export const layerHostEnvMemory = (
+  data: {
+    readonly kv?: Readonly<Record<string, string>>
+    readonly counters?: Readonly<Record<string, Readonly<Record<string, number>>>>
+    readonly published?: Array<{ readonly subject: string; readonly data: string }>
+  } = {}
+) =>
   Layer.succeed(PluginHostEnv, {
     kvGet: (key) => Effect.succeed(data.kv?.[key] ?? null),
-    counter: (name, principal) => Effect.succeed(data.counters?.[name]?.[principal] ?? 0)
+    counter: (name, principal) => Effect.succeed(data.counters?.[name]?.[principal] ?? 0),
+    publish: (subject, text) => Effect.sync(() => void data.published?.push({ subject, data: text }))
   })
 
 /** One recorded host-function call: what the plugin asked and what it got back. */
@@ -44,6 +62,7 @@ export const grantedHostHandler = (
   const granted = new Set(pin.capabilities.host_functions)
   const prefix = pin.capabilities.kv_prefix
   const counters = new Set(pin.capabilities.counters ?? [])
+  const publishPrefix = pin.capabilities.publish_prefix
   // The clock answers synchronously (in-process plugins need that); KV and counters may not.
   return (fn, arg) => {
     switch (fn) {
@@ -58,6 +77,18 @@ export const grantedHostHandler = (
         if (!granted.has("counter")) return { fault: "counter is not granted" }
         if (typeof arg !== "string" || !counters.has(arg)) return { fault: `counter ${JSON.stringify(arg)} is not granted` }
         return Effect.runPromise(env.counter(arg, call.principal)).then((value) => ({ value }))
+      }
+      case "wk_publish": {
+        const pub = publishPrefix
+        if (!granted.has("publish") || pub === undefined) return { fault: "publish is not granted" }
+        const o: { readonly [k: string]: JsonValue } = typeof arg === "object" && arg !== null && !Array.isArray(arg) ? (arg as { readonly [k: string]: JsonValue }) : {}
+        const subject = o["subject"], data = o["data"]
+        if (typeof subject !== "string" || typeof data !== "string") return { fault: "publish takes a subject and a text message" }
+        if (!subject.startsWith(pub) || subject.length === pub.length || !PublishSubject.test(subject)) return { fault: `subject ${JSON.stringify(subject)} is outside the granted prefix '${pub}'` }
+        if (data.length > MaxPublishChars) return { fault: `message of ${data.length} chars is over ${MaxPublishChars}` }
+        // Answered at once (in-process plugins need a synchronous answer); delivery is the sink's.
+        Effect.runFork(env.publish(subject, data).pipe(Effect.catchAllCause(() => Effect.void)))
+        return { value: null }
       }
       default:
         return { fault: `unknown host function ${fn}` }

@@ -8,7 +8,7 @@ export type Stage = typeof Stage.Type
 export const StageOrder: ReadonlyArray<Stage> = ["transform", "adjudicate", "witness_contract", "admit", "observe"]
 
 /** Host functions by capability name; each maps to one `extism:host/user` import. */
-export const HostCapability = Schema.Literal("log", "clock", "kv", "counter")
+export const HostCapability = Schema.Literal("log", "clock", "kv", "counter", "publish")
 export type HostCapability = typeof HostCapability.Type
 
 /** The `extism:host/user` import each capability links. */
@@ -16,8 +16,19 @@ export const HostImportOf: Readonly<Record<HostCapability, string>> = {
   log: "wk_log",
   clock: "wk_now",
   kv: "wk_kv_get",
-  counter: "wk_counter"
+  counter: "wk_counter",
+  publish: "wk_publish"
 }
+
+/**
+ * A publish prefix: NATS tokens ending in a dot, e.g. `wk.notify.`. Protocol subjects (`wk.v1.`),
+ * JetStream/system subjects (`$`) and reply inboxes are never grantable: a plugin that could
+ * publish there could forge wakes, witness requests or replies.
+ */
+export const PublishPrefix = Schema.String.pipe(
+  Schema.pattern(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*\.$/, { message: () => "a publish prefix is dot-separated tokens of [A-Za-z0-9_-] ending in '.', e.g. 'wk.notify.'" }),
+  Schema.filter((p) => (!p.startsWith("wk.v1.") && !p.startsWith("_INBOX.")) || "a publish prefix may not be under the protocol's wk.v1. or _INBOX.")
+)
 
 /** Host capabilities: which functions, which KV prefix, which counters. Requested in a manifest, granted in a pin. */
 export const Capabilities = Schema.Struct({
@@ -25,7 +36,9 @@ export const Capabilities = Schema.Struct({
   /** Keys a `kv` plugin may read start with this prefix. */
   kv_prefix: Schema.optional(Schema.String.pipe(Schema.minLength(1))),
   /** Counter names a `counter` plugin may read. */
-  counters: Schema.optional(Schema.Array(Schema.String.pipe(Schema.minLength(1))))
+  counters: Schema.optional(Schema.Array(Schema.String.pipe(Schema.minLength(1)))),
+  /** Subjects a `publish` plugin may publish to start with this prefix (never the protocol's `wk.v1.`). */
+  publish_prefix: Schema.optional(PublishPrefix)
 })
 export type Capabilities = typeof Capabilities.Type
 

@@ -13,7 +13,7 @@ import { layerPluginHost, PluginHost, type Invocation, type LoadedPlugin } from 
 import type { PluginSource } from "./PluginSource.js"
 import type { PluginLoadError } from "./PluginError.js"
 import { pinLabel, resolvePin, type PluginPin } from "./PluginPin.js"
-import { AdjudicateOutput, AdmitOutput, TransformOutput, WitnessContractOutput, type ProposalIO } from "./StageIO.js"
+import { AdjudicateOutput, AdmitOutput, TransformOutput, WitnessContractOutput, type ProposalIO, type WitnessPresentation } from "./StageIO.js"
 
 /** Transforms may chain at most this many times before the call is denied. */
 export const MaxTransformDepth = 4
@@ -136,9 +136,17 @@ export const adjudicateWithPlugins = (input: AdjudicationInput): Effect.Effect<A
     const seen = new Set(transforms.length > 0 ? [callDigest(current.tool, current.args)] : [])
     let depth = 0
 
+    let presentation: WitnessPresentation | undefined
     const finish = (verdict: Verdict, reasons: ReadonlyArray<Reason>, contract?: WitnessContract) =>
       observe(policy, { event: "adjudicated", principal: proposal.principal, tool: current.tool, args: current.args, verdict, reasons }, now, decisions).pipe(
-        Effect.as<Adjudication>({ verdict, reasons, ...(contract !== undefined ? { contract } : {}), decisions, executed: current })
+        Effect.as<Adjudication>({
+          verdict,
+          reasons,
+          ...(contract !== undefined ? { contract } : {}),
+          decisions,
+          executed: current,
+          ...(verdict === "REQUIRE_WITNESS" && presentation !== undefined ? { presentation } : {})
+        })
       )
     const failClosed = (fallback: "DENY" | "REQUIRE_WITNESS", reason: Reason) =>
       fallback === "DENY" ? finish("DENY", [reason]) : finish("REQUIRE_WITNESS", [reason], DefaultContract)
@@ -154,8 +162,9 @@ export const adjudicateWithPlugins = (input: AdjudicationInput): Effect.Effect<A
         }
         decisions.push(pluginDecision(pin, "transform", inv, { result: result.value }))
         if (result.value.action === "keep") continue
-        const next = { tool: result.value.tool, args: result.value.args }
         const by = pluginBy(pin)
+        if (result.value.action === "reject") return yield* finish("DENY", [{ by, reason: result.value.reason }])
+        const next = { tool: result.value.tool, args: result.value.args }
         if (seen.has(callDigest(next.tool, next.args))) return yield* finish("DENY", [{ by, reason: `transform loop: ${next.tool} was already proposed in this chain` }])
         if (++depth > MaxTransformDepth) return yield* finish("DENY", [{ by, reason: `transform depth over the bound of ${MaxTransformDepth}` }])
         // A transform never inherits authority: the replacement must pass the grant floor itself.
@@ -186,7 +195,14 @@ export const adjudicateWithPlugins = (input: AdjudicationInput): Effect.Effect<A
 
     const offered: WitnessContract[] = []
     for (const pin of pinsFor(policy, "witness_contract")) {
-      const stageInput = { stage: "witness_contract", proposal: proposalOf(proposal, current), reasons: first.reasons, config: resolvePin(pin).config, now }
+      const stageInput = {
+        stage: "witness_contract",
+        proposal: proposalOf(proposal, current),
+        reasons: first.reasons,
+        ...(input.disclosure !== undefined ? { disclosure: input.disclosure } : {}),
+        config: resolvePin(pin).config,
+        now
+      }
       const { result, inv } = yield* callStage(pin, "witness_contract", WitnessContractOutput, stageInput, ctx)
       if (!result.ok) {
         const fallback = resolvePin(pin).fallback
@@ -196,10 +212,18 @@ export const adjudicateWithPlugins = (input: AdjudicationInput): Effect.Effect<A
       }
       decisions.push(pluginDecision(pin, "witness_contract", inv, { result: result.value }))
       if (result.value.contract !== null) offered.push(result.value.contract)
+      if (result.value.presentation !== undefined) presentation = morePrivate(presentation, result.value.presentation)
     }
     const final = decide(folded, offered)
     return yield* finish(final.verdict, final.reasons, final.contract)
   })
+
+/**
+ * Two providers' presentations: the one that discloses less wins (a redaction is never undone
+ * by another provider's exact view); between equals, the first in pin order.
+ */
+const morePrivate = (a: WitnessPresentation | undefined, b: WitnessPresentation): WitnessPresentation =>
+  a === undefined || (a.disclosure === "exact" && b.disclosure === "redacted") ? b : a
 
 /** Runs observers; their faults are recorded and change nothing (observers never authorize). */
 const observe = (

@@ -75,6 +75,13 @@ export const checkArtifact = (pin: ResolvedPin, artifact: PluginArtifact): Eithe
     if (requested.kv_prefix === undefined || !granted.startsWith(requested.kv_prefix)) return fail("capability_not_requested", `the profile grants kv prefix '${granted}', the manifest requests '${requested.kv_prefix ?? "(none)"}'`)
   }
   for (const c of pin.capabilities.counters ?? []) if (!(requested.counters ?? []).includes(c)) return fail("capability_not_requested", `the profile grants counter '${c}', which the manifest does not request`)
+  if (pin.capabilities.host_functions.includes("publish")) {
+    const granted = pin.capabilities.publish_prefix
+    if (granted === undefined) return fail("capability_not_requested", "the profile grants 'publish' without a publish_prefix")
+    if (requested.publish_prefix === undefined || !granted.startsWith(requested.publish_prefix)) return fail("capability_not_requested", `the profile grants publish prefix '${granted}', the manifest requests '${requested.publish_prefix ?? "(none)"}'`)
+    // Published messages carry what the plugin saw to whoever subscribes.
+    if (m.egress !== "external") return fail("egress_exceeds", "the 'publish' capability hands data to outside subscribers: its manifest must declare egress 'external'")
+  }
   if (EgressRank[m.egress] > EgressRank[pin.egress]) return fail("egress_exceeds", `the manifest declares egress '${m.egress}', the profile allows '${pin.egress}'`)
   // Log lines carry whatever the plugin saw (tool results included) into kernel logs.
   if (pin.capabilities.host_functions.includes("log") && EgressRank[m.egress] < EgressRank.kernel) return fail("egress_exceeds", "the 'log' capability lets data leave the plugin: its manifest must declare egress 'kernel' or wider")

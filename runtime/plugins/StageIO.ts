@@ -21,11 +21,17 @@ const common = { config: JsonValue, now: Schema.Number }
 
 export const TransformInput = Schema.Struct({ stage: Schema.Literal("transform"), proposal: ProposalIO, depth: Schema.Int, ...common })
 export const AdjudicateInput = Schema.Struct({ stage: Schema.Literal("adjudicate"), proposal: ProposalIO, ...common })
+/** What a witness may be shown: the exact arguments, or a summary with values redacted. */
+export const Disclosure = Schema.Literal("exact", "redacted")
+export type Disclosure = typeof Disclosure.Type
+
 export const WitnessContractInput = Schema.Struct({
   stage: Schema.Literal("witness_contract"),
   proposal: ProposalIO,
   /** Why the adjudicators require a witness. */
   reasons: Schema.Array(Reason),
+  /** The call's merged disclosure preference; absent when nobody set one. */
+  disclosure: Schema.optional(Disclosure),
   ...common
 })
 export const AdmitInput = Schema.Struct({
@@ -59,10 +65,19 @@ export type ObserveInput = typeof ObserveInput.Type
 const ToolName = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_.:-]{1,128}$/, { message: () => "a tool name is 1-128 chars of [A-Za-z0-9_.:-]" }))
 const ReasonText = Schema.String.pipe(Schema.maxLength(2000))
 
-/** Keep the call, or replace it with another (re-adjudicated from the start). */
+/** Keep the call, replace it with another (re-adjudicated from the start), or reject it. */
 export const TransformOutput = Schema.Union(
   Schema.Struct({ action: Schema.Literal("keep") }),
-  Schema.Struct({ action: Schema.Literal("replace"), tool: ToolName, args: JsonObject, reason: ReasonText })
+  Schema.Struct({
+    action: Schema.Literal("replace"),
+    tool: ToolName,
+    args: JsonObject,
+    reason: ReasonText,
+    /** `canonicalize` for formatting-only rewrites (the caller's transform posture may auto-apply them). */
+    kind: Schema.optional(Schema.Literal("canonicalize", "rewrite"))
+  }),
+  /** The call is denied with this reason (e.g. a path outside the workspace): nothing to canonicalize it to. */
+  Schema.Struct({ action: Schema.Literal("reject"), reason: ReasonText })
 )
 export type TransformOutput = typeof TransformOutput.Type
 
@@ -77,10 +92,22 @@ export const AdjudicateOutput = Schema.Struct({
 })
 export type AdjudicateOutput = typeof AdjudicateOutput.Type
 
-/** A contract to join with `all`, or null for no opinion. */
+/**
+ * What the provider wants witnesses shown instead of the raw call: the disclosure it applied,
+ * a summary, and the arguments (exact, or with values redacted).
+ */
+export const WitnessPresentation = Schema.Struct({
+  disclosure: Disclosure,
+  summary: Schema.optional(ReasonText),
+  args: Schema.optional(JsonObject)
+})
+export type WitnessPresentation = typeof WitnessPresentation.Type
+
+/** A contract to join with `all`, or null for no opinion; optionally how to present the call. */
 export const WitnessContractOutput = Schema.Struct({
   contract: Schema.NullOr(WitnessContract),
-  reason: Schema.optional(ReasonText)
+  reason: Schema.optional(ReasonText),
+  presentation: Schema.optional(WitnessPresentation)
 })
 export type WitnessContractOutput = typeof WitnessContractOutput.Type
 

@@ -19,6 +19,8 @@ export interface AdjudicationInput {
   readonly policy: ActivePolicy
   /** Kernel clock, ms since epoch (passed in so decisions can be replayed). */
   readonly now: number
+  /** The call's merged disclosure preference, passed to witness-contract providers. */
+  readonly disclosure?: "exact" | "redacted"
 }
 
 /** The folded decision: verdict, why, the witness contract when held, and the call to execute. */
@@ -29,6 +31,11 @@ export interface Adjudication {
   readonly decisions: ReadonlyArray<Decision>
   /** The call that will run: differs from the proposal when a TRANSFORM applied. */
   readonly executed: { readonly tool: string; readonly args: JsonObject }
+  /**
+   * How witnesses should be shown the call, from a witness-contract provider
+   * (`{disclosure: "exact" | "redacted", summary?, args?}`); absent: the exact call.
+   */
+  readonly presentation?: JsonObject
 }
 
 /**

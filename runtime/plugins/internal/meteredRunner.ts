@@ -3,6 +3,7 @@
 // memory and the host-allocation budget. Host functions must answer synchronously here, which
 // is why plugins granted `kv` or `counter` (answered from NATS) run in a worker instead.
 import createPlugin, { type CallContext, type Plugin } from "@extism/extism"
+import type { JsonValue } from "../../schema/Json.js"
 import type { HostHandler, RawOutcome, Runner } from "./pluginRunner.js"
 import { FuelExport } from "./wasmMeter.js"
 
@@ -54,7 +55,7 @@ export class MeteredRunner implements Runner {
     const log = (ctx: CallContext, addr: bigint) => {
       if (this.#logs.length < MaxLogLines) this.#logs.push(text(ctx, addr).slice(0, 2048))
     }
-    const sync = (fn: string, arg: string | null) => {
+    const sync = (fn: string, arg: JsonValue) => {
       const r = this.#host(fn, arg)
       if (r instanceof Promise) throw new HostFault(`host function ${fn} cannot answer synchronously in-process`)
       if ("fault" in r) throw new HostFault(r.fault)
@@ -69,6 +70,10 @@ export class MeteredRunner implements Runner {
         return v === null ? 0n : ctx.store(String(v))
       }
     if (granted.has("wk_counter")) user["wk_counter"] = (ctx, addr) => Number(sync("wk_counter", text(ctx, addr!)))
+    if (granted.has("wk_publish"))
+      user["wk_publish"] = (ctx, subject, data) => {
+        sync("wk_publish", { subject: text(ctx, subject!), data: text(ctx, data!) })
+      }
     const env: Record<string, (ctx: CallContext, ...args: Array<bigint>) => unknown> = {
       alloc: (ctx, n) => {
         this.#allocated += Number(n)

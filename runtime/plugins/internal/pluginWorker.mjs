@@ -61,6 +61,7 @@ if (granted.has("wk_kv_get")) user.wk_kv_get = (ctx, addr) => {
   return value === null ? 0n : ctx.store(String(value))
 }
 if (granted.has("wk_counter")) user.wk_counter = (ctx, addr) => Number(hostCall("wk_counter", readText(ctx, addr)))
+if (granted.has("wk_publish")) user.wk_publish = (ctx, subject, message) => { hostCall("wk_publish", { subject: readText(ctx, subject), data: readText(ctx, message) }) }
 
 const env = {
   // Host-side blocks live outside wasm memory: count them against the same budget.
