@@ -11,6 +11,7 @@ import { applyPreferences, effectivePreferences, redactArgs } from "../policy/Pr
 import { callDigest, contractDigest } from "../schema/Canonical.js"
 import type { CallAdjudicated, CallDenied, CallHeld, HeldEvent } from "../schema/Events.js"
 import type { HeldCallFacts } from "../schema/Facts.js"
+import type { JsonObject } from "../schema/Json.js"
 import { eventOf, progress } from "./Actions.js"
 
 /**
@@ -30,12 +31,14 @@ export const decide = (facts: HeldCallFacts, policy: ActivePolicy, now: number) 
       return denied
     }
     const adjudicator = yield* Adjudicator
+    const prefs = effectivePreferences(policy, spec.principal, spec.preferences)
     const a = yield* adjudicator.adjudicate({
       proposal: { principal: spec.principal, session_id: spec.session_id, turn_id: spec.turn_id, call_id: spec.call_id, tool: spec.tool, args: spec.args },
       policy,
-      now
+      now,
+      ...(prefs.disclosure !== undefined ? { disclosure: prefs.disclosure } : {})
     })
-    return applyPreferences(a, effectivePreferences(policy, spec.principal, spec.preferences), spec)
+    return applyPreferences(a, prefs, spec)
   })
 
 /** The `adjudicate` action: records the verdict for the current generation and policy epoch. */
@@ -69,7 +72,7 @@ export const adjudicate = (loaded: Loaded, policy: ActivePolicy) =>
           ...base,
           type: "call.held",
           event_id: `call.held:${f.held_id}:g${f.generation}:${digest}`,
-          witness_request: { contract: a.contract, contract_digest: digest!, presentation: presentationOf(f, a.executed, executedDigest, a.contract.summary, effectivePreferences(policy, spec.principal, spec.preferences).disclosure ?? "exact") },
+          witness_request: { contract: a.contract, contract_digest: digest!, presentation: presentationOf(f, a, executedDigest, effectivePreferences(policy, spec.principal, spec.preferences).disclosure ?? "exact") },
           expires_at: f.spec!.expires_at
         })
       )
@@ -91,16 +94,25 @@ export const adjudicate = (loaded: Loaded, policy: ActivePolicy) =>
   })
 
 /**
- * What a witness is shown: the canonical call it binds to. With `disclosure: "redacted"` every
- * argument value is replaced by its type; the digests still bind the witness to the exact call.
+ * What a witness is shown: the canonical call it binds to. The preference's disclosure and a
+ * witness-contract provider's presentation combine, and the more private one wins: with
+ * `redacted` the arguments are the provider's summary or every value replaced by its type.
+ * The digests still bind the witness to the exact call.
  */
-const presentationOf = (f: HeldCallFacts, call: Adjudication["executed"], digest: string, summary: string | undefined, disclosure: "exact" | "redacted") => ({
-  principal: f.spec!.principal,
-  tool: call.tool,
-  args: disclosure === "exact" ? call.args : redactArgs(call.args),
-  disclosure,
-  call_digest: digest,
-  generation: f.generation,
-  ...(call.tool !== f.spec!.tool || digest !== f.spec!.call_digest ? { proposed: { tool: f.spec!.tool, call_digest: f.spec!.call_digest } } : {}),
-  ...(summary ? { summary } : {})
-})
+const presentationOf = (f: HeldCallFacts, a: Adjudication, digest: string, preferred: "exact" | "redacted") => {
+  const call = a.executed
+  const provider = a.presentation
+  const redacted = preferred === "redacted" || provider?.["disclosure"] === "redacted"
+  const providerArgs = provider?.["disclosure"] === "redacted" && typeof provider["args"] === "object" && provider["args"] !== null && !Array.isArray(provider["args"]) ? (provider["args"] as JsonObject) : undefined
+  const summary = typeof provider?.["summary"] === "string" ? provider["summary"] : a.contract?.summary
+  return {
+    principal: f.spec!.principal,
+    tool: call.tool,
+    args: redacted ? (providerArgs ?? redactArgs(call.args)) : call.args,
+    disclosure: redacted ? "redacted" : "exact",
+    call_digest: digest,
+    generation: f.generation,
+    ...(call.tool !== f.spec!.tool || digest !== f.spec!.call_digest ? { proposed: { tool: f.spec!.tool, call_digest: f.spec!.call_digest } } : {}),
+    ...(summary ? { summary } : {})
+  }
+}
