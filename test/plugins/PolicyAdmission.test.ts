@@ -62,7 +62,7 @@ describe("prompt-injection", () => {
     ]
     const want = ["ignore previous instructions", "<|im_start|>", "do not tell the user", "send the wallet"]
     for (let i = 0; i < payloads.length; i++) {
-      const r = await rt.admit([injection], "web_fetch", { page: { html: payloads[i] } })
+      const r = await rt.admit([injection], "web_fetch", { page: { html: payloads[i]! } })
       expect(r).toMatchObject({ admitted: false, reason: `plugin:prompt-injection@1.0.0: possible prompt injection: '${want[i]}'` })
     }
   })
