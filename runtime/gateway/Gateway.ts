@@ -1,0 +1,28 @@
+import { HttpServer, HttpServerResponse } from "@effect/platform"
+import { NodeHttpServer } from "@effect/platform-node"
+import { Effect, Layer } from "effect"
+import { createServer } from "node:http"
+import { layerKernelLink, type GatewayNats } from "./KernelLink.js"
+import { gatewayRouter } from "./Routes.js"
+
+export interface GatewayOptions {
+  readonly nats: GatewayNats
+  /** 0 picks a free port (tests read it from HttpServer's address). */
+  readonly port: number
+  readonly host?: string
+}
+
+const notFound = HttpServerResponse.unsafeJson({ status: 404, error: { code: "not_found", message: "no such route" } }, { status: 404 })
+
+/** The gateway's app: routes, a JSON 404 for anything else, a JSON 500 for defects. */
+export const gatewayApp = gatewayRouter.pipe(
+  Effect.catchTag("RouteNotFound", () => Effect.succeed(notFound)),
+  Effect.catchAllCause(() => Effect.succeed(HttpServerResponse.unsafeJson({ status: 500, error: { code: "internal", message: "gateway error" } }, { status: 500 })))
+)
+
+/** The HTTP gateway as a layer: listening while the layer is alive (NATS connection included); exposes the bound server. */
+export const layerGateway = (opts: GatewayOptions) =>
+  HttpServer.serve(gatewayApp).pipe(
+    Layer.provide(layerKernelLink(opts.nats)),
+    Layer.provideMerge(NodeHttpServer.layer(createServer, { port: opts.port, host: opts.host ?? "127.0.0.1" }))
+  )

@@ -1,0 +1,93 @@
+import { Context, Effect, Layer } from "effect"
+import { connect, type NatsConnection } from "@nats-io/transport-node"
+import { DeliverPolicy, jetstream } from "@nats-io/jetstream"
+import { Kvm } from "@nats-io/kv"
+import { WitnessClient } from "../client/Client.js"
+import { Buckets, Streams, Subjects } from "../schema/Subjects.js"
+
+/** Where the gateway's NATS connection goes and as whom (it forwards envelopes others signed). */
+export interface GatewayNats {
+  readonly servers: string
+  readonly user?: string
+  readonly pass?: string
+}
+
+/** One stored event of a held call with its stream sequence. */
+export interface StoredEvent {
+  readonly seq: number
+  readonly event: Record<string, unknown>
+}
+
+export class GatewayNatsError {
+  readonly _tag = "GatewayNatsError"
+  constructor(readonly message: string) {}
+}
+
+/**
+ * The gateway's side of the wire: forwards bodies to protocol subjects and reads what the
+ * inbox needs (open held calls, a call's events). It never signs: requests arrive signed.
+ */
+export class KernelLink extends Context.Tag("wk/gateway/KernelLink")<
+  KernelLink,
+  {
+    /** Sends a body to a subject and returns the kernel's reply, whatever its status. */
+    readonly request: (subject: string, body: Uint8Array | object) => Effect.Effect<{ status: number } & Record<string, unknown>, GatewayNatsError>
+    /** Ids of the open held calls (the wk_open index). */
+    readonly openHeldIds: Effect.Effect<ReadonlyArray<string>, GatewayNatsError>
+    /** Follows a call's events from the first one; `onEvent` runs per event until the returned stop is called. */
+    readonly follow: (heldId: string, onEvent: (e: StoredEvent) => void) => Effect.Effect<() => void, GatewayNatsError>
+  }
+>() {}
+
+// The client's signing key is never used: the gateway only relays envelopes signed elsewhere.
+const unusedKey = new Uint8Array(64)
+
+export const makeKernelLink = (opts: GatewayNats) =>
+  Effect.gen(function* () {
+    const nc = yield* Effect.acquireRelease(
+      Effect.tryPromise({
+        try: () => connect({ servers: opts.servers, user: opts.user, pass: opts.pass, name: "wk-gateway", maxReconnectAttempts: -1 }),
+        catch: (e) => new GatewayNatsError(`cannot connect to NATS at ${opts.servers}: ${String(e)}`)
+      }),
+      (c: NatsConnection) => Effect.promise(() => c.drain().catch(() => undefined))
+    )
+    const client = WitnessClient.over(nc, { principal: "gateway", secretKey: unusedKey })
+    const js = jetstream(nc)
+    const kvm = new Kvm(nc)
+    const request = (subject: string, body: Uint8Array | object) =>
+      Effect.tryPromise({
+        try: () => client.request<{ status: number } & Record<string, unknown>>(subject, body),
+        catch: (e) => new GatewayNatsError(`kernel did not answer on ${subject}: ${String(e)}`)
+      })
+    const openHeldIds = Effect.tryPromise({
+      try: async () => {
+        const kv = await kvm.open(Buckets.open)
+        const keys: Array<string> = []
+        for await (const k of await kv.keys()) keys.push(k)
+        return keys
+      },
+      catch: (e) => new GatewayNatsError(`cannot read ${Buckets.open}: ${String(e)}`)
+    })
+    const follow = (heldId: string, onEvent: (e: StoredEvent) => void) =>
+      Effect.tryPromise({
+        try: async () => {
+          // An ordered consumer: no state on the server beyond this reader, gone when it stops.
+          const consumer = await js.consumers.get(Streams.events, { filter_subjects: Subjects.events(heldId), deliver_policy: DeliverPolicy.All })
+          const messages = await consumer.consume()
+          void (async () => {
+            for await (const m of messages) {
+              try {
+                onEvent({ seq: m.seq, event: m.json<Record<string, unknown>>() })
+              } catch {
+                // A listener that failed is the listener's problem; keep reading.
+              }
+            }
+          })()
+          return () => void messages.close().catch(() => undefined)
+        },
+        catch: (e) => new GatewayNatsError(`cannot follow events of ${heldId}: ${String(e)}`)
+      })
+    return KernelLink.of({ request, openHeldIds, follow })
+  })
+
+export const layerKernelLink = (opts: GatewayNats) => Layer.scoped(KernelLink, makeKernelLink(opts))
