@@ -17,7 +17,7 @@ const notFound = HttpServerResponse.unsafeJson({ status: 404, error: { code: "no
 /** The gateway's app: routes, a JSON 404 for anything else, a JSON 500 for defects. */
 export const gatewayApp = gatewayRouter.pipe(
   Effect.catchTag("RouteNotFound", () => Effect.succeed(notFound)),
-  Effect.catchAllCause(() => Effect.succeed(HttpServerResponse.unsafeJson({ status: 500, error: { code: "internal", message: "gateway error" } }, { status: 500 })))
+  Effect.catchAllCause((cause) => Effect.as(Effect.logError("gateway request failed", cause), HttpServerResponse.unsafeJson({ status: 500, error: { code: "internal", message: "gateway error" } }, { status: 500 })))
 )
 
 /** The HTTP gateway as a layer: listening while the layer is alive (NATS connection included); exposes the bound server. */

@@ -13,7 +13,7 @@ const frame = (event: string, data: unknown, id?: number) => enc.encode(`${id !=
 export const heldEventStream = (heldId: string) =>
   Effect.gen(function* () {
     const link = yield* KernelLink
-    return Stream.async<Uint8Array>((emit) =>
+    return Stream.asyncScoped<Uint8Array>((emit) =>
       Effect.gen(function* () {
         // Facts reads are chained so frames keep the order of the events.
         let chain = Promise.resolve()
@@ -27,10 +27,12 @@ export const heldEventStream = (heldId: string) =>
         // A comment line now and then keeps proxies from closing an idle stream.
         const keepAlive = setInterval(() => void emit.single(enc.encode(": keep-alive\n\n")), 15_000)
         void emit.single(enc.encode(": stream of " + heldId + "\n\n"))
-        return Effect.sync(() => {
-          clearInterval(keepAlive)
-          stop()
-        })
+        yield* Effect.addFinalizer(() =>
+          Effect.sync(() => {
+            clearInterval(keepAlive)
+            stop()
+          })
+        )
       })
     )
   })

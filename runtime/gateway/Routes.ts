@@ -91,6 +91,5 @@ export const gatewayRouter = staticPaths
     )
   )
   .pipe(
-    HttpRouter.get("/", Effect.succeed(HttpServerResponse.redirect("/inbox/"))),
-    HttpRouter.get("/inbox", Effect.succeed(HttpServerResponse.redirect("/inbox/")))
+    HttpRouter.get("/", Effect.succeed(HttpServerResponse.redirect("/inbox/")))
   )
