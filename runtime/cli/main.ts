@@ -6,10 +6,11 @@ import { kernelCommand, startCommand } from "./KernelCommands.js"
 import { proposeCommand } from "./ProposeCommand.js"
 import { keygenCommand, pluginCommand } from "./PluginCommands.js"
 import { auditCommand } from "./AuditCommands.js"
+import { gatewayCommand } from "./GatewayCommand.js"
 
 const wk = Command.make("wk").pipe(
   Command.withDescription("Witness Kernel: governed tool calls for AI agents"),
-  Command.withSubcommands([startCommand, kernelCommand, proposeCommand, auditCommand, keygenCommand, pluginCommand])
+  Command.withSubcommands([startCommand, kernelCommand, proposeCommand, auditCommand, keygenCommand, pluginCommand, gatewayCommand])
 )
 
 const cli = Command.run(wk, { name: "wk", version: "0.1.0" })

@@ -23,7 +23,7 @@
   }
   const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c])
   window.drawTimeline = function (events) {
-    const step = 96, laneH = 46, left = 90, top = 20
+    const step = 76, laneH = 46, left = 90, top = 20
     const width = left + Math.max(1, events.length) * step + 40
     const height = top + lanes.length * laneH + 20
     const pts = events.map((e, i) => {
