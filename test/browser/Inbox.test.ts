@@ -95,4 +95,18 @@ describe("approval inbox in Chromium", () => {
     await page.waitForFunction((id) => document.querySelector(`#held-list li[data-held-id="${id}"]`) === null, heldId, { timeout: 10_000 })
     await page.context().close()
   }, 60_000)
+
+  it("honours the disclosure preference: a redacted call shows types, not values, and the digests still bind", async () => {
+    const held = await post(`${h.url}/tool-calls`, transfer(7777, "s-browser", { disclosure: "redacted" }))
+    expect(held.status).toBe(202)
+    const heldId = held.body.held_id as string
+    const page = await inboxAs("user:dave", "human")
+    await openHeld(page, heldId)
+    expect(await page.textContent("#disclosure")).toContain("redacted")
+    const shown = (await page.textContent("#presentation")) ?? ""
+    expect(shown).not.toContain("7777")
+    expect(shown).toContain("redacted")
+    expect(await page.textContent("#digest-call_digest")).toBe(held.body.call_digest)
+    await page.context().close()
+  }, 60_000)
 })
