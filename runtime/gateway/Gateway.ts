@@ -20,9 +20,17 @@ export const gatewayApp = gatewayRouter.pipe(
   Effect.catchAllCause((cause) => Effect.as(Effect.logError("gateway request failed", cause), HttpServerResponse.unsafeJson({ status: 500, error: { code: "internal", message: "gateway error" } }, { status: 500 })))
 )
 
-/** The HTTP gateway as a layer: listening while the layer is alive (NATS connection included); exposes the bound server. */
+/**
+ * The HTTP gateway as a layer: listening while the layer is alive (NATS connection included);
+ * exposes the bound server. Closing it first drops open connections, so inbox tabs following a
+ * call (SSE) do not keep the server from stopping.
+ */
 export const layerGateway = (opts: GatewayOptions) =>
-  HttpServer.serve(gatewayApp).pipe(
-    Layer.provide(layerKernelLink(opts.nats)),
-    Layer.provideMerge(NodeHttpServer.layer(createServer, { port: opts.port, host: opts.host ?? "127.0.0.1" }))
-  )
+  Layer.suspend(() => {
+    const server = createServer()
+    const dropConnections = Layer.scopedDiscard(Effect.addFinalizer(() => Effect.sync(() => server.closeAllConnections())))
+    return dropConnections.pipe(
+      Layer.provideMerge(HttpServer.serve(gatewayApp).pipe(Layer.provide(layerKernelLink(opts.nats)))),
+      Layer.provideMerge(NodeHttpServer.layer(() => server, { port: opts.port, host: opts.host ?? "127.0.0.1" }))
+    )
+  })
