@@ -1,5 +1,5 @@
-import { HttpServerRequest } from "@effect/platform"
-import { Effect, Either, type Schema } from "effect"
+import { HttpIncomingMessage, HttpServerRequest } from "@effect/platform"
+import { Effect, Either, Option, type Schema } from "effect"
 import { decodeEnvelope, decodeWith, parseBody } from "../protocol/Decode.js"
 import type { Reply } from "../protocol/Replies.js"
 import { invalidRequest } from "../protocol/Replies.js"
@@ -21,7 +21,8 @@ export const signedBody = <A, I>(schema: Schema.Schema<A, I>, heldId?: string) =
     const req = yield* HttpServerRequest.HttpServerRequest
     const declared = Number(req.headers["content-length"] ?? "0")
     if (declared > MaxRequestBytes) return Either.left(invalidRequest(`request is ${declared} bytes; the limit is ${MaxRequestBytes}`, "")) as Either.Either<CheckedBody<A>, Reply>
-    const buf = yield* req.arrayBuffer.pipe(Effect.either)
+    // A chunked body has no length to check up front: the platform stops reading past the limit.
+    const buf = yield* req.arrayBuffer.pipe(HttpIncomingMessage.withMaxBodySize(Option.some(MaxRequestBytes + 1)), Effect.either)
     if (Either.isLeft(buf)) return Either.left(invalidRequest(`request body could not be read (the limit is ${MaxRequestBytes} bytes)`, ""))
     const bytes = new Uint8Array(buf.right)
     return Either.gen(function* () {

@@ -48,6 +48,12 @@ describe("HTTP gateway", () => {
     const big = await post(`${h.url}/tool-calls`, { ...env, pad: "x".repeat(1_100_000) })
     expect(big.status).toBe(400)
     expect(big.body.error.message).toMatch(/limit/)
+    // Chunked (no content-length): refused all the same.
+    const chunks = new ReadableStream({ start(c) { for (let i = 0; i < 12; i++) c.enqueue(new TextEncoder().encode("x".repeat(100_000))); c.close() } })
+    // The gateway answers 400 and stops reading; the client may see that reply or the reset.
+    const chunked = await fetch(`${h.url}/tool-calls`, { method: "POST", body: chunks, duplex: "half" } as RequestInit).then((r) => r.status, (e: Error) => String((e.cause as { code?: string } | undefined)?.code ?? e))
+    expect([400, "ECONNRESET", "EPIPE"]).toContain(chunked)
+    expect((await post(`${h.url}/tool-calls`, transfer(10))).status).toBe(200)
     const badId = await getJson(`${h.url}/held/not-an-id`)
     expect(badId.status).toBe(400)
     expect(badId.body.error.path).toBe("held_id")
