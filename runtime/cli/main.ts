@@ -7,10 +7,13 @@ import { proposeCommand } from "./ProposeCommand.js"
 import { keygenCommand, pluginCommand } from "./PluginCommands.js"
 import { auditCommand } from "./AuditCommands.js"
 import { gatewayCommand } from "./GatewayCommand.js"
+import { heldCommand } from "./HeldCommands.js"
+import { attestCommand, cancelCommand } from "./WitnessCommands.js"
+import { statusCommand } from "./StatusCommand.js"
 
 const wk = Command.make("wk").pipe(
   Command.withDescription("Witness Kernel: governed tool calls for AI agents"),
-  Command.withSubcommands([startCommand, kernelCommand, proposeCommand, auditCommand, keygenCommand, pluginCommand, gatewayCommand])
+  Command.withSubcommands([startCommand, kernelCommand, proposeCommand, auditCommand, keygenCommand, pluginCommand, gatewayCommand, heldCommand, attestCommand, cancelCommand, statusCommand])
 )
 
 const cli = Command.run(wk, { name: "wk", version: "0.1.0" })

@@ -68,6 +68,8 @@ export const presencePass = Effect.gen(function* () {
   const bucket = yield* Effect.promise(() => kv(Buckets.presence))
   const watched = yield* Effect.promise(async () => {
     const out: Array<{ heldId: string; sessionId: string }> = []
+    // Listing keys opens a consumer: skip it while nothing is watched (the usual case).
+    if ((await bucket.status()).values === 0) return out
     for await (const k of await bucket.keys()) {
       const e = await bucket.get(k)
       if (e?.operation === "PUT") out.push({ heldId: k, sessionId: e.string() })

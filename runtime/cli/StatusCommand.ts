@@ -1,0 +1,76 @@
+import { Command, Options } from "@effect/cli"
+import { Console, Effect, Option } from "effect"
+import { jetstreamManager } from "@nats-io/jetstream"
+import { Kvm } from "@nats-io/kv"
+import { StatusSubject } from "../protocol/Status.js"
+import { Buckets } from "../schema/Subjects.js"
+import { ask, connectClient } from "./Connect.js"
+import { getHeld, openHeldIds, stateOf } from "./HeldCommands.js"
+
+type Pin = { name: string; version: string; sha256: string; signer: string; stages: ReadonlyArray<string> }
+
+/**
+ * `wk status`: streams and their consumers (with lag), open held calls by state, the policy epoch
+ * and the plugin set in force, and every kernel process that answers `wk.v1.admin.status`.
+ */
+export const statusCommand = Command.make(
+  "status",
+  { json: Options.boolean("json").pipe(Options.withDescription("print JSON instead of text")) },
+  ({ json }) =>
+    Effect.gen(function* () {
+      const client = yield* connectClient("kernel", "admin:cli")
+      const nc = client.nc
+      const streams = yield* ask("read streams", async () => {
+        const jsm = await jetstreamManager(nc)
+        const out = []
+        for await (const s of jsm.streams.list()) {
+          const consumers = []
+          let ephemeral = 0
+          for await (const c of jsm.consumers.list(s.config.name)) {
+            // Ordered consumers (KV watches, readers) are short-lived: count them, list the durable ones.
+            if (c.config.durable_name === undefined && c.name.startsWith("oc_")) ephemeral++
+            else consumers.push({ name: c.name, pending: c.num_pending, ack_pending: c.num_ack_pending, redelivered: c.num_redelivered })
+          }
+          out.push({ name: s.config.name, messages: s.state.messages, bytes: s.state.bytes, consumers, ephemeral_consumers: ephemeral })
+        }
+        return out.filter((s) => s.name.startsWith("WK_") || s.name.startsWith("KV_wk_") || s.name.startsWith("OBJ_wk_"))
+      })
+      const policy = yield* ask("read the policy", async () => {
+        const kv = await new Kvm(nc).open(Buckets.policy)
+        const e = await kv.get("active")
+        if (e === null || e.operation !== "PUT") return null
+        return e.json<{ epoch: number; profiles: ReadonlyArray<{ name: string; layer?: string; plugins?: ReadonlyArray<Pin> }> }>()
+      })
+      const ids = yield* openHeldIds(client, 2_000)
+      const states = new Map<string, number>()
+      const facts = yield* Effect.forEach(ids, (id) => getHeld(client, id).pipe(Effect.option), { concurrency: 16 })
+      for (const f of facts) if (Option.isSome(f)) states.set(stateOf(f.value), (states.get(stateOf(f.value)) ?? 0) + 1)
+      const kernels = yield* ask("ask kernels", async () => {
+        const out: Array<Record<string, unknown>> = []
+        for await (const m of await nc.requestMany(StatusSubject, new Uint8Array(0), { maxWait: 500 })) out.push(m.json<Record<string, unknown>>())
+        return out
+      })
+      const plugins = (policy?.profiles ?? []).flatMap((p) => (p.plugins ?? []).map((pin) => ({ profile: p.name, name: pin.name, version: pin.version, sha256: pin.sha256, signer: pin.signer, stages: pin.stages })))
+      const report = {
+        server: nc.getServer(),
+        kernels: kernels.map((k) => ({ owner: k["owner"], pid: k["pid"], uptime_ms: k["uptime_ms"], policy_epoch: k["policy_epoch"] })),
+        policy_epoch: policy?.epoch ?? null,
+        profiles: (policy?.profiles ?? []).map((p) => ({ name: p.name, layer: p.layer ?? null })),
+        plugins,
+        open_held_calls: { total: ids.length, by_state: Object.fromEntries([...states].sort()) },
+        streams
+      }
+      if (json) return yield* Console.log(JSON.stringify(report, null, 2))
+      const lines = [
+        `server        ${report.server}`,
+        `kernels       ${report.kernels.length === 0 ? "none answered (start one with `npm start` or `wk kernel`)" : report.kernels.map((k) => `${String(k.owner)} (pid ${String(k.pid)}, epoch ${String(k.policy_epoch)})`).join(", ")}`,
+        `policy epoch  ${String(report.policy_epoch)}  profiles ${report.profiles.map((p) => `${p.name}${p.layer ? `(${p.layer})` : ""}`).join(", ")}`,
+        `open calls    ${ids.length}${states.size > 0 ? "  " + [...states].map(([s, n]) => `${s}: ${n}`).join(", ") : ""}`,
+        "plugins",
+        ...(plugins.length === 0 ? ["  none pinned (built-in rules)"] : plugins.map((p) => `  ${p.name}@${p.version}  ${p.stages.join(",")}  sha256 ${p.sha256.slice(0, 16)}…  (${p.profile})`)),
+        "streams",
+        ...streams.flatMap((s) => [`  ${s.name.padEnd(18)} ${String(s.messages).padStart(8)} msgs${s.ephemeral_consumers > 0 ? `  (${s.ephemeral_consumers} ephemeral readers)` : ""}`, ...s.consumers.map((c) => `    consumer ${c.name}: pending ${c.pending}, ack pending ${c.ack_pending}`)])
+      ]
+      yield* Console.log(lines.join("\n"))
+    }).pipe(Effect.scoped)
+).pipe(Command.withDescription("Streams, consumers and their lag, open held calls by state, policy epoch, plugins in force, kernels answering"))
