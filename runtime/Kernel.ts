@@ -45,7 +45,9 @@ const layerPolicySeams = Layer.unwrapEffect(
     })
     const counter = (name: string, principal: string) =>
       Effect.promise(() => data.get(`counter.${name}.${principal.replace(/[^A-Za-z0-9_-]/g, "_")}`).then((e) => (e?.operation === "PUT" ? Number(e.string()) || 0 : 0), () => 0))
-    return layerProfileSeams.pipe(Layer.provide(Layer.merge(layerPluginHost.pipe(Layer.provide(layerPluginSourceObjectStore(nc))), layerHostEnvKv(data, counter))))
+    // Observers granted `publish` (notifiers, audit sinks) publish on the kernel's connection.
+    const publish = (subject: string, text: string) => Effect.sync(() => nc.publish(subject, text))
+    return layerProfileSeams.pipe(Layer.provide(Layer.merge(layerPluginHost.pipe(Layer.provide(layerPluginSourceObjectStore(nc))), layerHostEnvKv(data, counter, publish))))
   })
 )
 
