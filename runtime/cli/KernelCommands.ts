@@ -42,7 +42,7 @@ const serve = (url: string, profilesPath: string, withBank: boolean) =>
           ].join("\n")
         )
         return yield* Effect.never
-      }).pipe(Effect.provide(layerKernel({ nats, profiles })))
+      }).pipe(Effect.provide(layerKernel({ nats, profiles, replicas: Number(process.env["WK_REPLICAS"] ?? 1) })))
     )
   })
 
