@@ -9,7 +9,7 @@ import { adjudicated, attestation, ctxAt, fold, given, held, proposed, Registry 
 const rule = { any: [{ all: [{ class: "human" }, { class: "fraud" }] }, { class: "breakglass" }] } as const
 const withVeto: WitnessContract = { rule, veto: ["compliance"] }
 const withoutVeto: WitnessContract = { rule }
-const registry = { ...Registry, "op:breakglass": ["breakglass"] }
+const registry: Record<string, ReadonlyArray<string>> = { ...Registry, "op:breakglass": ["breakglass"] }
 const ctx = ctxAt(1_000, 1, { classesOf: (p) => registry[p] ?? [] })
 
 const kinds = [
