@@ -72,6 +72,8 @@ describe("wk CLI", () => {
     const h = await held(2_600)
     const effects = bank.effects
     const watch = spawn("npx", wkArgs(["held", "watch", h.held_id, "--timeout-ms", "40000"]), { env: env() })
+    // Listen for the exit now: the watch can end before the attest process has finished exiting.
+    const exited = new Promise<number | null>((resolve) => watch.on("exit", resolve))
     let out = ""
     watch.stdout.on("data", (d) => (out += String(d)))
     await eventually(async () => out.includes("call.held"), 30_000)
@@ -79,7 +81,7 @@ describe("wk CLI", () => {
     expect(attest.code).toBe(0)
     expect(attest.stdout).toContain(`call_digest      ${h.call_digest}`)
     expect(attest.stdout).toContain('"disposition":"accepted"')
-    const code = await new Promise<number | null>((resolve) => watch.on("exit", resolve))
+    const code = await exited
     expect(code).toBe(0)
     for (const t of ["attestation.accepted", "readiness.changed", "effect.recorded", "result.admitted", "delivery.published"]) expect(out).toContain(t)
     expect(out).toContain("ended completed")
