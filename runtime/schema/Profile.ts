@@ -35,6 +35,8 @@ export const Profile = Schema.Struct({
   rules: Schema.optional(Schema.Record({ key: Schema.String, value: ToolRule })),
   /** How long a held call waits before it expires. */
   held_ttl_ms: Schema.optional(Schema.Int.pipe(Schema.positive())),
+  /** How deep a chain of nested held calls (a witness provider's own governed calls) may go; the smallest across profiles wins. */
+  max_dependency_depth: Schema.optional(Schema.Int.pipe(Schema.between(0, 16))),
   /** Principals allowed to apply policy (`wk.v1.admin.policy.apply`). */
   admins: Schema.optional(Schema.Array(Schema.String)),
   /** Preferences per principal ("*" for every principal); they only narrow (runtime/policy/Preferences.ts). */
