@@ -59,6 +59,8 @@ export interface ProposeInput {
   readonly args: JsonObject
   readonly continuation_ref?: string
   readonly preferences?: JsonObject
+  /** Proposes the call as a dependency of this open held call (nested hold). */
+  readonly parent_held_id?: string
 }
 
 export interface AttestInput {

@@ -3,6 +3,7 @@ import type { Evidence, HeldCallFacts } from "../schema/Facts.js"
 import type { WitnessContract, WitnessRule } from "../schema/WitnessContract.js"
 import { beforeDispatch, currentEvidence } from "./Facts.js"
 import { evolve } from "./Reducer.js"
+import { failedDependency, openDependencies } from "./Dependencies.js"
 import { classesOf, principalsOf, satisfies, type Approval } from "./WitnessRuleEval.js"
 
 /** What the reconciler knows of the world besides the facts. Time arrives here, not from a clock. */
@@ -22,6 +23,8 @@ export type Action =
   | { readonly kind: "resolve" }
   | { readonly kind: "admit" }
   | { readonly kind: "deliver" }
+  /** A nested held call ended: record its outcome on the parent and wake the parent. */
+  | { readonly kind: "report" }
 
 export interface Plan {
   /** Local facts to append, in order (readiness, expiry, veto, fallback). */
@@ -85,6 +88,8 @@ export const mayDispatch = (f: HeldCallFacts, ctx: ReconcileContext): boolean =>
   f.lifecycle === "open" &&
   (f.execution === "none" || (f.execution === "leased" && !leaseLive(f, ctx))) &&
   f.readiness === "satisfied" &&
+  openDependencies(f).length === 0 &&
+  failedDependency(f) === undefined &&
   f.policy_epoch_checked === ctx.policyEpoch &&
   f.policy_epoch <= ctx.policyEpoch &&
   Date.parse(f.spec.expires_at) > ctx.now &&
@@ -103,6 +108,11 @@ const nextLocalEvent = (f: HeldCallFacts, ctx: ReconcileContext, tag: string, at
   const id = (type: string) => `${type}:${f.held_id}:${tag}`
   if (beforeDispatch(f) && Date.parse(f.spec.expires_at) <= ctx.now) {
     return { ...base, type: "call.expired", event_id: id("call.expired") }
+  }
+  // A nested held call that was refused or ended without completing fails its parent closed.
+  const failed = beforeDispatch(f) ? failedDependency(f) : undefined
+  if (failed !== undefined) {
+    return { ...base, type: "call.denied", event_id: id("call.denied"), reasons: [{ by: "kernel", reason: failed.reason }] }
   }
   if (!checked(f, ctx)) {
     return f.readiness === "satisfied" ? { ...base, type: "readiness.changed", event_id: id("readiness.changed"), readiness: "stale", policy_epoch: ctx.policyEpoch } : null
@@ -124,7 +134,9 @@ const nextLocalEvent = (f: HeldCallFacts, ctx: ReconcileContext, tag: string, at
       }
     }
   }
-  const want = f.verdict === "ALLOW" || (f.active_rule !== null && satisfies(f.active_rule, countingApprovals(f, ctx))) ? "satisfied" : "unsatisfied"
+  const witnessed = f.verdict === "ALLOW" || (f.active_rule !== null && satisfies(f.active_rule, countingApprovals(f, ctx)))
+  // Waiting on a nested held call is just a fact: the call stays parked, no worker waits.
+  const want = witnessed && openDependencies(f).length === 0 ? "satisfied" : "unsatisfied"
   if (want !== f.readiness) return { ...base, type: "readiness.changed", event_id: id("readiness.changed"), readiness: want, policy_epoch: ctx.policyEpoch }
   return null
 }
@@ -136,6 +148,7 @@ const actionsFor = (f: HeldCallFacts, ctx: ReconcileContext): ReadonlyArray<Acti
   if (mayDispatch(f, ctx)) actions.push({ kind: "execute" })
   if ((f.execution === "dispatched" && !leaseLive(f, ctx)) || (f.execution === "outcome-unknown" && !f.needs_witness)) actions.push({ kind: "resolve" })
   if (f.execution === "effect-recorded" && f.result_admission === "pending") actions.push({ kind: "admit" })
+  if (f.outcome !== null && f.spec.parent_held_id !== undefined && f.parent_reported !== true) actions.push({ kind: "report" })
   if (f.outcome !== null && dueDelivery(f, ctx)) actions.push({ kind: "deliver" })
   return actions
 }

@@ -1,6 +1,7 @@
 import type { HeldEvent, SequencedEvent } from "../schema/Events.js"
 import type { Evidence, HeldCallFacts } from "../schema/Facts.js"
 import { initialFacts } from "./Facts.js"
+import { openDependencies, withDependency } from "./Dependencies.js"
 
 /**
  * Folds one event into the facts. Pure: time and ids arrive inside the event. An event id
@@ -24,11 +25,15 @@ const apply = (f: HeldCallFacts, e: HeldEvent): HeldCallFacts => {
     case "call.proposed": {
       // A later generation is an edit; an older one arriving late changes nothing.
       if (e.generation <= f.generation) return f
-      const { principal, session_id, turn_id, call_id, tool, args, call_digest, continuation_ref, preferences, idempotency_key, created_at, expires_at } = e
+      const { principal, session_id, turn_id, call_id, tool, args, call_digest, continuation_ref, preferences, idempotency_key, created_at, expires_at, parent_held_id, ancestors } = e
       return {
         ...f,
         generation: e.generation,
-        spec: { principal, session_id, turn_id, call_id, tool, args, call_digest, continuation_ref, preferences, idempotency_key, created_at, expires_at },
+        spec: {
+          principal, session_id, turn_id, call_id, tool, args, call_digest, continuation_ref, preferences, idempotency_key, created_at, expires_at,
+          ...(parent_held_id !== undefined ? { parent_held_id } : {}),
+          ...(ancestors !== undefined ? { ancestors } : {})
+        },
         verdict: "pending",
         reasons: [],
         witness_contract: null,
@@ -47,7 +52,8 @@ const apply = (f: HeldCallFacts, e: HeldEvent): HeldCallFacts => {
         ...f,
         verdict: e.verdict,
         reasons: e.reasons,
-        readiness: e.verdict === "ALLOW" ? "satisfied" : f.readiness,
+        // A call waiting on nested held calls is not ready until they end (the reconciler re-derives it).
+        readiness: e.verdict === "ALLOW" && openDependencies(f).length === 0 ? "satisfied" : f.readiness,
         witness_contract: contract,
         contract_digest: e.contract_digest ?? null,
         executed: e.executed ?? (f.spec === null ? null : { tool: f.spec.tool, args: f.spec.args, call_digest: f.spec.call_digest }),
@@ -141,6 +147,22 @@ const apply = (f: HeldCallFacts, e: HeldEvent): HeldCallFacts => {
       return f.execution === "none" || f.execution === "leased" ? end(f, "cancelled", { reasons: [{ by: e.by, reason: e.reason }] }) : f
     case "call.expired":
       return f.execution === "none" || f.execution === "leased" ? end(f, "expired") : f
+    case "dependency.added":
+      return { ...f, dependencies: withDependency(f.dependencies, { held_id: e.child_held_id, status: "pending" }) }
+    case "dependency.resolved":
+      return {
+        ...f,
+        dependencies: withDependency(f.dependencies, {
+          held_id: e.child_held_id,
+          status: "resolved",
+          outcome: e.outcome,
+          ...(e.outcome !== "completed" && e.reasons[0] !== undefined ? { reason: e.reasons[0].reason } : {})
+        })
+      }
+    case "dependency.refused":
+      return { ...f, dependencies: withDependency(f.dependencies, { held_id: e.child_held_id, status: "refused", reason: e.reason }) }
+    case "dependency.reported":
+      return { ...f, parent_reported: true }
     case "reconcile.bound_exceeded":
       return { ...f, errors: [...f.errors, `reconcile bound ${e.bound} exceeded at generation ${e.generation}`] }
     default:

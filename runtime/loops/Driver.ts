@@ -14,6 +14,7 @@ import { execute, resolve } from "../executor/Executor.js"
 import { adjudicate } from "./Adjudicate.js"
 import { admit } from "./Admit.js"
 import { deliver } from "./Deliver.js"
+import { report } from "./Report.js"
 import { progress, type ActionResult } from "./Actions.js"
 
 /** Where one drive left a held call: its facts, and when to look again (null: only on a new event). */
@@ -65,6 +66,8 @@ export const makeDriver = Effect.gen(function* () {
         return admit(loaded, policy)
       case "deliver":
         return deliver(loaded)
+      case "report":
+        return report(loaded, (parentId) => drive(parentId).pipe(Effect.ignore))
     }
   }
 

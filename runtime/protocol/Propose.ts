@@ -14,6 +14,8 @@ import { Subjects } from "../schema/Subjects.js"
 import { awaitEnd } from "./AwaitEnd.js"
 import { conflict, invalidRequest, proposeReply, unavailable, type Reply } from "./Replies.js"
 import { signedRequest, type Signed } from "./Request.js"
+import { attach } from "./Dependency.js"
+import type { Ancestor } from "../schema/HeldCallSpec.js"
 
 /**
  * `wk.v1.calls.propose`. The same (principal, session, turn, call) with the same digest gets
@@ -30,9 +32,26 @@ export const propose = (data: Uint8Array) =>
       if (widening !== undefined) return invalidRequest(widening.message, `payload.preferences.${widening.field}`)
     }
     const prefs = effectivePreferences(req.policy, p.principal, p.preferences)
-    const recorded = yield* record(heldId, req, prefs)
-    if (recorded !== "ok") return recorded
     const driver = yield* Driver
+    let edge: Edge | undefined
+    if (p.parent_held_id !== undefined) {
+      const attached = yield* attach(heldId, callDigest(p.tool, p.args), req)
+      if (attached._tag === "Answer") {
+        if (attached.refusedParent !== undefined) {
+          // The refused edge fails the parent closed; the recorded child reports its denial.
+          for (const id of [attached.refusedParent, heldId]) {
+            yield* wake(id)
+            yield* Effect.forkDaemon(driver.drive(id).pipe(Effect.ignore))
+          }
+        }
+        return attached.reply
+      }
+      edge = attached
+    }
+    const recorded = yield* record(heldId, req, prefs, edge)
+    if (recorded !== "ok") return recorded
+    // A nested call must report its end to its parent even if this process stops: the wake is durable.
+    if (edge !== undefined) yield* wake(heldId)
     if (prefs.wait?.mode === "background") {
       // The wake makes the controller drive the call even if this process stops right now.
       yield* wake(heldId)
@@ -46,6 +65,12 @@ export const propose = (data: Uint8Array) =>
     }
     return reply ?? (yield* awaitAnswer(heldId))
   })
+
+/** The parent a nested call attached to, and the chain above it. */
+interface Edge {
+  readonly parent_held_id: string
+  readonly ancestors: ReadonlyArray<Ancestor>
+}
 
 /** The answer to `wait: {mode: "background"}`: accepted; the result arrives on the session. */
 const accepted = (heldId: string, sessionId: string): Reply => ({
@@ -63,7 +88,7 @@ const currentReply = (heldId: string, fallback: Reply) =>
   })
 
 /** Writes the proposal (or its edit) unless the call already has this exact digest. */
-const record = (heldId: string, req: Signed<ProposePayload>, prefs: Preferences) =>
+const record = (heldId: string, req: Signed<ProposePayload>, prefs: Preferences, edge?: Edge) =>
   Effect.gen(function* () {
     const store = yield* HeldCallStore
     const p = req.payload
@@ -76,6 +101,9 @@ const record = (heldId: string, req: Signed<ProposePayload>, prefs: Preferences)
           // sequence 0) before reading anything; a conflict means it exists, and we read it.
           const loaded: Loaded = (attempt === 0 ? store.peek(heldId) : yield* store.load(heldId, "cached")) ?? { facts: initialFacts(heldId), revision: 0 }
           const f = loaded.facts
+          if (f.spec !== null && f.spec.parent_held_id !== edge?.parent_held_id) {
+            return conflict("dependency_mismatch", `held call ${heldId} ${f.spec.parent_held_id === undefined ? "is a root call" : `is a dependency of ${f.spec.parent_held_id}`}; a proposal with another parent_held_id needs a new call_id`)
+          }
           if (f.spec !== null && f.spec.call_digest === digest) return "ok" as const
           if (f.spec !== null && !beforeDispatch(f)) {
             return f.lifecycle === "open" || f.lifecycle === "completed"
@@ -99,6 +127,7 @@ const record = (heldId: string, req: Signed<ProposePayload>, prefs: Preferences)
             call_digest: digest,
             ...(p.continuation_ref !== undefined ? { continuation_ref: p.continuation_ref } : {}),
             ...(p.preferences !== undefined ? { preferences: p.preferences } : {}),
+            ...(edge !== undefined ? { parent_held_id: edge.parent_held_id, ancestors: edge.ancestors } : {}),
             idempotency_key: `${heldId}:g${generation}`,
             created_at: new Date(now).toISOString(),
             expires_at: new Date(now + ttl).toISOString(),

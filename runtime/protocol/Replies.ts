@@ -85,6 +85,8 @@ export const heldView = (f: HeldCallFacts) => {
     continuation_delivery: f.continuation_delivery,
     delivery_id: f.delivery_id,
     outcome: f.outcome,
+    ...(spec?.parent_held_id !== undefined ? { parent_held_id: spec.parent_held_id, dependency_depth: spec.ancestors?.length ?? 1 } : {}),
+    ...(f.dependencies !== undefined ? { dependencies: f.dependencies } : {}),
     evidence: f.evidence
       .filter((e) => e.generation === f.generation)
       .map((e) => ({ witness: e.witness, class: e.class, decision: e.decision, status: e.status, ...(e.reason ? { reason: e.reason } : {}), issued_at: e.issued_at, expires_at: e.expires_at })),

@@ -188,6 +188,42 @@ export const CallCancelled = Schema.Struct({
 
 export const CallExpired = Schema.Struct({ ...Base, type: Schema.Literal("call.expired") })
 
+/** On the parent: a nested held call it now waits for (proposed with `parent_held_id`). */
+export const DependencyAdded = Schema.Struct({
+  ...Base,
+  type: Schema.Literal("dependency.added"),
+  child_held_id: Schema.String,
+  call_digest: Schema.String,
+  principal: Schema.String,
+  envelope: Schema.optional(Envelope)
+})
+
+/** On the parent: a dependency it waited for ended (`completed` releases it; any other end fails it closed). */
+export const DependencyResolved = Schema.Struct({
+  ...Base,
+  type: Schema.Literal("dependency.resolved"),
+  child_held_id: Schema.String,
+  outcome: Schema.Literal("completed", "denied", "cancelled", "expired"),
+  reasons: Schema.Array(Reason)
+})
+
+/** On the parent: a dependency edge the kernel refused (a cycle, or depth over the bound); the parent fails closed. */
+export const DependencyRefused = Schema.Struct({
+  ...Base,
+  type: Schema.Literal("dependency.refused"),
+  child_held_id: Schema.String,
+  call_digest: Schema.String,
+  reason: Schema.String,
+  envelope: Schema.optional(Envelope)
+})
+
+/** On the child: its end was recorded on its parent (`dependency.resolved`), so nothing is left to report. */
+export const DependencyReported = Schema.Struct({
+  ...Base,
+  type: Schema.Literal("dependency.reported"),
+  parent_held_id: Schema.String
+})
+
 export const ReconcileBoundExceeded = Schema.Struct({
   ...Base,
   type: Schema.Literal("reconcile.bound_exceeded"),
@@ -216,6 +252,10 @@ export const HeldEvent = Schema.Union(
   DeliveryAcknowledged,
   CallCancelled,
   CallExpired,
+  DependencyAdded,
+  DependencyResolved,
+  DependencyRefused,
+  DependencyReported,
   ReconcileBoundExceeded
 )
 export type HeldEvent = typeof HeldEvent.Type

@@ -48,6 +48,18 @@ export type Evidence = typeof Evidence.Type
 export const Outcome = Schema.Literal("completed", "denied", "cancelled", "expired")
 export type Outcome = typeof Outcome.Type
 
+/**
+ * pending: the parent waits for this nested held call. resolved: it ended (`outcome`).
+ * refused: the kernel refused the edge (cycle, depth over the bound); `reason` says why.
+ */
+export const Dependency = Schema.Struct({
+  held_id: Schema.String,
+  status: Schema.Literal("pending", "resolved", "refused"),
+  outcome: Schema.optional(Outcome),
+  reason: Schema.optional(Schema.String)
+})
+export type Dependency = typeof Dependency.Type
+
 /** Observed facts of a held call (the seed's `HeldCallStatus`), derived from its events only. */
 export const HeldCallFacts = Schema.Struct({
   held_id: Schema.String,
@@ -88,6 +100,10 @@ export const HeldCallFacts = Schema.Struct({
   delivery_attempts: Schema.Int,
   delivery_last_at: Schema.NullOr(Schema.String),
   errors: Schema.Array(Schema.String),
+  /** Nested held calls this call waits for, sorted by held id. Absent: none (and in older projections). */
+  dependencies: Schema.optional(Schema.Array(Dependency)),
+  /** A child's end is recorded on its parent (`dependency.reported`). Absent: not yet, or no parent. */
+  parent_reported: Schema.optional(Schema.Boolean),
   /** Event ids already folded: the reducer, not the dedupe window, guarantees append-once. */
   seen: Schema.Array(Schema.String),
   last_seq: Schema.Int

@@ -2,6 +2,10 @@ import { Schema } from "effect"
 import { JsonObject } from "./Json.js"
 import { CallPreferences } from "./Requests.js"
 
+/** One held call up a dependency chain: its id and the digest of the call it proposed. */
+export const Ancestor = Schema.Struct({ held_id: Schema.String, call_digest: Schema.String })
+export type Ancestor = typeof Ancestor.Type
+
 /** The immutable spec of one generation of a held call (the seed's `HeldCall`). */
 export const HeldCallSpec = Schema.Struct({
   principal: Schema.String,
@@ -15,6 +19,10 @@ export const HeldCallSpec = Schema.Struct({
   preferences: Schema.optional(CallPreferences),
   idempotency_key: Schema.String,
   created_at: Schema.String,
-  expires_at: Schema.String
+  expires_at: Schema.String,
+  /** The held call this one serves (a witness provider's governed call); absent for a root call. */
+  parent_held_id: Schema.optional(Schema.String),
+  /** The chain above this call, root first, ending with the parent; its length is this call's depth. */
+  ancestors: Schema.optional(Schema.Array(Ancestor))
 })
 export type HeldCallSpec = typeof HeldCallSpec.Type

@@ -14,7 +14,9 @@ export const ProposePayload = Schema.Struct({
   tool: ToolName,
   args: JsonObject,
   continuation_ref: Schema.optional(Schema.String.pipe(Schema.maxLength(4096))),
-  preferences: Schema.optional(CallPreferences)
+  preferences: Schema.optional(CallPreferences),
+  /** Proposes this call as a dependency of an open held call (nested hold): the parent waits for it to end. */
+  parent_held_id: Schema.optional(HeldId)
 })
 export type ProposePayload = typeof ProposePayload.Type
 
