@@ -141,6 +141,24 @@ describe("nested holds", () => {
     for (const id of [a, b, again.held_id]) expect(await effectsOf(id)).toEqual([])
   })
 
+  it("the same call proposed again under its own dependency (held id in the chain) is a cycle; a root call cannot become a child", async () => {
+    const a = call("money_transfer", { from: "acct-5", to: "shop", amount: 3000 })
+    const aId = await held(alice, a)
+    const bId = await held(alice, call("money_transfer", { from: "acct-5", to: "savings", amount: 10 }, aId))
+    const again = await propose(alice, { ...a, parent_held_id: bId })
+    expect(again.held_id).toBe(aId)
+    expect(again.status).toBe(403)
+    expect(again.reasons?.[0]?.reason).toMatch(new RegExp(`^dependency cycle: ${aId} -> ${bId} -> ${aId}`))
+    expect((await ended(bId, "denied")).reasons[0]!.reason).toMatch(/^dependency cycle: /)
+    expect((await ended(aId, "denied")).reasons[0]!.reason).toMatch(new RegExp(`^dependency ${bId} ended denied: dependency cycle: `))
+    // An existing root call re-proposed under some parent: refused, it would change a settled chain.
+    const root = call("money_transfer", { from: "acct-6", to: "shop", amount: 3000 })
+    await held(alice, root)
+    const other = await held(alice, call("money_transfer", { from: "acct-7", to: "shop", amount: 3000 }))
+    expect(await alice.propose({ ...root, parent_held_id: other })).toMatchObject({ status: 409, error: { code: "dependency_mismatch" } })
+    expect(await facts(other)).not.toHaveProperty("dependencies")
+  })
+
   it(`a chain deeper than max_dependency_depth (${Bound}) fails closed with the bound reason, up the chain`, async () => {
     const p = await held(alice, call("money_transfer", { from: "acct-3", to: "shop", amount: 9000 }))
     const c1 = await held(fraud, call("fraud_check", { account: "acct-3" }, p))
