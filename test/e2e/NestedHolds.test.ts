@@ -8,6 +8,7 @@ import { clientFor, connectAs, testProfile } from "../support/Principals.js"
 import { startKernel, type InProcessKernel } from "../support/InProcessKernel.js"
 import { EchoTool } from "../support/EchoTool.js"
 import { eventsOf, eventually } from "../support/Stream.js"
+import { failedChecks, replayAs } from "../audit/support.js"
 
 // Nested holds (design invariant 7) through the protocol: a witness provider proposes its own
 // governed call with `parent_held_id`; the parent stays parked until it ends.
@@ -179,5 +180,10 @@ describe("nested holds", () => {
     const late = (await fraud.propose(call("fraud_check", { account: "acct-4" }, p))) as unknown as { status: number; error: { code: string } }
     expect(late).toMatchObject({ status: 409, error: { code: "parent_cancelled" } })
     expect((await propose(fraud, call("fraud_check", { account: "acct-4" }, "h_" + "0".repeat(32)))).status).toBe(404)
+  })
+
+  it("the auditor's replay of these histories re-derives every decision: no check fails", async () => {
+    const r = await replayAs(nats.servers, "auditor")
+    expect(failedChecks(r), JSON.stringify(r.checks.filter((c) => c.status === "failed"), null, 1)).toEqual([])
   })
 })
