@@ -182,6 +182,20 @@ describe("nested holds", () => {
     expect((await propose(fraud, call("fraud_check", { account: "acct-4" }, "h_" + "0".repeat(32)))).status).toBe(404)
   })
 
+  it("waiting is durable: a kernel restarted while the parent waits still releases it when the child completes", async () => {
+    const p = await held(alice, call("money_transfer", { from: "acct-8", to: "shop", amount: 4000 }))
+    const c1 = await held(fraud, call("fraud_check", { account: "acct-8" }, p))
+    expect((await carol.decide(p, "human")).disposition).toBe("accepted")
+    expect((await fraudWitness.decide(p, "fraud")).disposition).toBe("accepted")
+    await kernel.stop()
+    kernel = await startKernel(nats.servers, [profile])
+    expect(await facts(p)).toMatchObject({ lifecycle: "open", execution: "none", dependencies: [{ held_id: c1, status: "pending" }] })
+    expect((await olgaWitness.decide(c1, "oncall")).disposition).toBe("accepted")
+    await ended(c1, "completed")
+    expect(await ended(p, "completed")).toMatchObject({ dependencies: [{ held_id: c1, status: "resolved", outcome: "completed" }] })
+    for (const id of [p, c1]) expect(await effectsOf(id)).toHaveLength(1)
+  })
+
   it("the auditor's replay of these histories re-derives every decision: no check fails", async () => {
     const r = await replayAs(nats.servers, "auditor")
     expect(failedChecks(r), JSON.stringify(r.checks.filter((c) => c.status === "failed"), null, 1)).toEqual([])
