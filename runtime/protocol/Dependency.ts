@@ -14,7 +14,7 @@ import type { Signed } from "./Request.js"
 
 /** How a proposal with `parent_held_id` attaches to its parent. */
 export type Attached =
-  | { readonly _tag: "Attached"; readonly parent_held_id: string; readonly ancestors: ReadonlyArray<Ancestor> }
+  | { readonly _tag: "Attached"; readonly parent_held_id: string; readonly ancestors: ReadonlyArray<Ancestor>; readonly parent_expires_at: string }
   /** Answer now; `refusedParent` names a parent that was failed closed (drive it). */
   | { readonly _tag: "Answer"; readonly reply: Reply; readonly refusedParent?: string }
 
@@ -49,7 +49,7 @@ export const attach = (childId: string, digest: string, req: Signed<ProposePaylo
           const edge = (parent.dependencies ?? []).find((d) => d.held_id === childId)
           // The same child proposed again: the edge is already recorded.
           if (edge !== undefined && edge.status !== "refused" && child?.facts.spec?.parent_held_id === parentId) {
-            return { _tag: "Attached", parent_held_id: parentId, ancestors: child.facts.spec.ancestors ?? [] } as const
+            return { _tag: "Attached", parent_held_id: parentId, ancestors: child.facts.spec.ancestors ?? [], parent_expires_at: parent.spec!.expires_at } as const
           }
           if (!mayAttach(parent, p.principal, classesOf(req.policy, p.principal))) {
             return { _tag: "Answer", reply: forbidden(`principal '${p.principal}' is neither the proposer nor an admitted witness of held call ${parentId}`) } as const
@@ -91,7 +91,7 @@ export const attach = (childId: string, digest: string, req: Signed<ProposePaylo
             if (r.left._tag !== "AppendConflict") return yield* r.left
             continue
           }
-          return check._tag === "Refused" ? ({ _tag: "Refused", reason: check.reason } as const) : ({ _tag: "Attached", parent_held_id: parentId, ancestors: check.ancestors } as const)
+          return check._tag === "Refused" ? ({ _tag: "Refused", reason: check.reason } as const) : ({ _tag: "Attached", parent_held_id: parentId, ancestors: check.ancestors, parent_expires_at: parent.spec!.expires_at } as const)
         }
         return { _tag: "Answer", reply: unavailable(`held call ${parentId} is changing too fast; retry`) } as const
       })

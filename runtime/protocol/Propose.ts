@@ -70,6 +70,7 @@ export const propose = (data: Uint8Array) =>
 interface Edge {
   readonly parent_held_id: string
   readonly ancestors: ReadonlyArray<Ancestor>
+  readonly parent_expires_at: string
 }
 
 /** The answer to `wait: {mode: "background"}`: accepted; the result arrives on the session. */
@@ -112,7 +113,8 @@ const record = (heldId: string, req: Signed<ProposePayload>, prefs: Preferences,
           }
           const generation = f.generation + 1
           const now = Date.now()
-          const ttl = Math.min(req.policy.heldTtlMs, prefs.expires_in_ms ?? Number.POSITIVE_INFINITY)
+          // A nested call never outlives the call it serves.
+          const ttl = Math.min(req.policy.heldTtlMs, prefs.expires_in_ms ?? Number.POSITIVE_INFINITY, edge === undefined ? Number.POSITIVE_INFINITY : Math.max(0, Date.parse(edge.parent_expires_at) - now))
           const event = eventOf<typeof CallProposed.Type>({
             type: "call.proposed",
             event_id: `call.proposed:${heldId}:g${generation}`,

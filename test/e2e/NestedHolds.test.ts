@@ -97,6 +97,9 @@ describe("nested holds", () => {
     const c1 = await held(fraud, call("fraud_check", { account: "acct-1" }, p))
     const c2 = await held(olga, call("account_history", { account: "acct-1", days: 90 }, c1))
     expect(await facts(c2)).toMatchObject({ parent_held_id: c1, dependency_depth: 2 })
+    // A nested call never outlives the call it serves.
+    const [fp0, fc2] = [await facts(p), await facts(c2)]
+    expect(Date.parse(String(fc2["expires_at"]))).toBeLessThanOrEqual(Date.parse(String(fp0["expires_at"])))
 
     // Every witness of P and C1 approves; they still wait (parked, no worker) on their dependencies.
     expect((await carol.decide(p, "human")).disposition).toBe("accepted")
