@@ -3,6 +3,7 @@ import { readdirSync, readFileSync, statSync } from "node:fs"
 import { join } from "node:path"
 import { decodeWith } from "../protocol/Decode.js"
 import { Profile } from "../schema/Profile.js"
+import { checkLayers } from "./Layers.js"
 
 /** A profile file that does not parse or decode; the message names the file and the field. */
 export class ProfileFileError extends Schema.TaggedError<ProfileFileError>()("ProfileFileError", {
@@ -10,7 +11,7 @@ export class ProfileFileError extends Schema.TaggedError<ProfileFileError>()("Pr
   message: Schema.String
 }) {}
 
-/** Profile documents from a file or every `*.json` in a directory, sorted by name. */
+/** Profile documents from a file or every `*.json` in a directory, sorted by name; layers are checked (narrow only). */
 export const loadProfileFiles = (path: string) =>
   Effect.gen(function* () {
     const files = yield* Effect.try({
@@ -30,5 +31,8 @@ export const loadProfileFiles = (path: string) =>
       }
       profiles.push(decoded.right)
     }
+    // A narrow-only layer that widens a lower one refuses the whole set (runtime/policy/Layers.ts).
+    const widening = checkLayers(profiles)[0]
+    if (widening !== undefined) return yield* new ProfileFileError({ file: path, message: widening.message })
     return profiles
   })

@@ -5,12 +5,13 @@ import { Driver } from "../loops/Driver.js"
 import { wake } from "../ledger/Wakes.js"
 import { eventOf } from "../loops/Actions.js"
 import { PolicyStore } from "../policy/PolicyStore.js"
+import { checkLayers } from "../policy/Layers.js"
 import type { PolicyEpochChanged } from "../schema/Events.js"
 import { Profile } from "../schema/Profile.js"
 import { PolicyApplyPayload } from "../schema/Requests.js"
 import { Buckets } from "../schema/Subjects.js"
 import { decodeWith } from "./Decode.js"
-import { forbidden, type Reply } from "./Replies.js"
+import { forbidden, invalidRequest, type Reply } from "./Replies.js"
 import { Rejected, signedRequest } from "./Request.js"
 
 /**
@@ -25,6 +26,8 @@ export const policyApply = (data: Uint8Array) =>
     if (Either.isLeft(decoded)) return yield* Effect.fail(new Rejected(decoded.left))
     const profile = decoded.right
     const profiles = [...policy.profiles.filter((x) => x.name !== profile.name), profile]
+    const widening = checkLayers(profiles)[0]
+    if (widening !== undefined) return invalidRequest(widening.message, `payload.profile.${widening.field}`)
     const next = yield* (yield* PolicyStore).apply(profiles)
     yield* announceEpoch(next.epoch)
     return { status: 200, policy_epoch: next.epoch } satisfies Reply

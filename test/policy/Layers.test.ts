@@ -1,0 +1,111 @@
+import { describe, expect, it } from "vitest"
+import fc from "fast-check"
+import { checkLayers, widens } from "../../runtime/policy/Layers.js"
+import type { Profile, ToolRule } from "../../runtime/schema/Profile.js"
+
+const key = "YJSjUsQ9Y/uCYgLTMT+eOuFr+yWjVyB8EhU0/R3Wd5Q="
+const org: Profile = {
+  name: "acme-org",
+  layer: "organization",
+  principals: { "agent:alice": { keys: [key], classes: ["agent"] }, "user:carol": { keys: [key], classes: ["human"] } },
+  grants: { "agent:alice": ["money_transfer", "bank_balance"] },
+  rules: { money_transfer: { amount_field: "amount", witness_above: 1000, deny_above: 100000, contract: { rule: { class: "human" }, veto: ["compliance"] } } },
+  admins: ["admin:root"],
+  preferences: { "*": { disclosure: "redacted" } }
+}
+
+const opt = <A>(a: fc.Arbitrary<A>) => fc.option(a, { nil: undefined })
+const clean = <A>(a: A): A => JSON.parse(JSON.stringify(a)) as A
+
+// A layer that can only narrow `org`: lower thresholds, more witnesses, a subset of grants, stricter preferences.
+const narrowing = (name: string, layer: "project" | "user"): fc.Arbitrary<Profile> =>
+  fc
+    .record({
+      grants: opt(fc.subarray(["money_transfer", "bank_balance"])),
+      rule: opt(
+        fc.record({
+          witness_above: opt(fc.integer({ min: 0, max: 1000 })),
+          deny_above: opt(fc.integer({ min: 0, max: 100000 })),
+          always_witness: opt(fc.constant(true)),
+          contract: opt(fc.constantFrom({ rule: { class: "fraud" } }, { rule: { class: "human" }, veto: ["compliance", "risk"] }))
+        })
+      ),
+      other: opt(fc.record({ always_witness: fc.constant(true) })),
+      prefs: opt(
+        fc.record({
+          require_witness: opt(fc.constant(true)),
+          always_witness: opt(fc.subarray(["money_*", "fs_write"])),
+          expires_in_ms: opt(fc.integer({ min: 1, max: 1_000_000 })),
+          disclosure: opt(fc.constant("redacted" as const)),
+          cancel_on_disconnect: opt(fc.constant(true)),
+          witness_route: opt(fc.constantFrom({ class: "human" }, { principal: "user:carol" }))
+        })
+      ),
+      ttl: opt(fc.integer({ min: 1, max: 3_600_000 }))
+    })
+    .map((r) =>
+      clean<Profile>({
+        name,
+        layer,
+        ...(r.grants ? { grants: { "agent:alice": r.grants } } : {}),
+        rules: { ...(r.rule ? { money_transfer: r.rule as ToolRule } : {}), ...(r.other ? { fs_write: r.other } : {}) },
+        ...(r.prefs ? { preferences: { "agent:alice": r.prefs } } : {}),
+        ...(r.ttl ? { held_ttl_ms: r.ttl } : {})
+      })
+    )
+
+describe("checkLayers", () => {
+  it("names the layer, the profile and the field of a widening grant", () => {
+    const user: Profile = { name: "carol-prefs", layer: "user", grants: { "agent:alice": ["wire_transfer"] } }
+    expect(checkLayers([org, user]).map((e) => e.message)).toEqual(["user layer 'carol-prefs' widens grants.agent:alice: 'wire_transfer' is not granted by organization 'acme-org'"])
+  })
+  it("refuses a project that loosens a threshold, adds an admin or a principal", () => {
+    const project: Profile = { name: "payments", layer: "project", rules: { money_transfer: { witness_above: 5000 } }, admins: ["admin:eve"], principals: { "agent:mallory": { keys: [key], classes: ["agent"] } } }
+    expect(checkLayers([org, project]).map((e) => e.field)).toEqual(["principals.agent:mallory", "admins", "rules.money_transfer.witness_above"])
+  })
+  it("refuses a user layer that discloses more than the organization", () => {
+    const user: Profile = { name: "carol", layer: "user", preferences: { "*": { disclosure: "exact" } } }
+    expect(checkLayers([org, user])[0]?.message).toBe("user layer 'carol' widens preferences.*.disclosure: disclosure 'exact' discloses more than 'redacted'")
+  })
+  it("a user layer is checked against the project below it too", () => {
+    const project: Profile = { name: "payments", layer: "project", rules: { money_transfer: { witness_above: 500 } } }
+    const user: Profile = { name: "carol", layer: "user", rules: { money_transfer: { witness_above: 800 } } }
+    expect(checkLayers([org, project, user]).map((e) => e.message)).toEqual(["user layer 'carol' widens rules.money_transfer.witness_above: witness_above 800 is looser than 500"])
+  })
+  it("organization profiles are not narrow-only", () => {
+    expect(checkLayers([org, { name: "acme-extra", grants: { "agent:bob": ["x"] } }])).toEqual([])
+  })
+  it("narrowing layers are never reported (property)", () => {
+    fc.assert(fc.property(narrowing("p", "project"), narrowing("u", "user"), (p, u) => {
+      expect(checkLayers([org, p, u])).toEqual([])
+    }))
+  })
+})
+
+describe("widens", () => {
+  it("lists raised thresholds, dropped vetoes, grants and unpinned plugins", () => {
+    const looser: Profile = { ...org, grants: { "agent:alice": ["money_transfer", "bank_balance", "wire_transfer"] }, rules: { money_transfer: { amount_field: "amount", witness_above: 5000, contract: { rule: { class: "human" } } } } }
+    expect(widens([org], [looser]).map((w) => w.field)).toEqual(["grants.agent:alice", "rules.money_transfer.witness_above", "rules.money_transfer.deny_above", "rules.money_transfer.contract.veto"])
+  })
+  it("removing a layer that narrowed is a widening", () => {
+    const p: Profile = { name: "p", layer: "project", rules: { money_transfer: { witness_above: 10 } } }
+    expect(widens([org, p], [org]).map((w) => w.field)).toEqual(["rules.money_transfer.witness_above"])
+  })
+  it("adding a narrower layer never widens the merged policy (monotonicity)", () => {
+    fc.assert(fc.property(narrowing("p", "project"), narrowing("u", "user"), (p, u) => {
+      expect(widens([org], [org, p])).toEqual([])
+      expect(widens([org, p], [org, p, u])).toEqual([])
+    }))
+  })
+  it("is independent of profile order", () => {
+    fc.assert(
+      fc.property(narrowing("p", "project"), narrowing("u", "user"), fc.boolean(), (p, u, flip) => {
+        const before = [org, p]
+        const after = flip ? [u, org] : [org, u]
+        const sorted = (ws: ReadonlyArray<{ field: string; message: string }>) => ws.map((w) => `${w.field} ${w.message}`).sort()
+        expect(sorted(widens(before, after))).toEqual(sorted(widens([...before].reverse(), [...after].reverse())))
+        expect(checkLayers([org, p, u])).toEqual(checkLayers([u, p, org]).filter(() => true).sort((a, b) => ([org, p, u].findIndex((x) => x.name === a.profile) - [org, p, u].findIndex((x) => x.name === b.profile))))
+      })
+    )
+  })
+})
