@@ -67,7 +67,8 @@ describe("seed expression over NATS: (human AND fraud) OR breakglass, compliance
       expect(bank.effects - before).toBe(1)
       return
     }
-    const held = (await alice.get(r.held_id)).held!
+    // The veto is applied by the controller's tick right after the attestation is recorded.
+    const held = vetoed ? await eventually(async () => { const h = (await alice.get(r.held_id)).held; return h?.["lifecycle"] === "denied" && h }) : (await alice.get(r.held_id)).held!
     expect(held["lifecycle"]).toBe(vetoed ? "denied" : "open")
     if (!vetoed) expect(held["readiness"]).toBe("unsatisfied")
     expect(bank.effects - before).toBe(0)
