@@ -79,7 +79,7 @@ describe.skipIf(!enabled)("soak (shortened)", () => {
     await eventually(async () => {
       for (const h of held) states.set(h.held_id, (await alice.get(h.held_id)).held?.["lifecycle"])
       return [...states.values()].every((s) => s === "completed") || undefined
-    }, 60_000, 300).finally(() => console.log(JSON.stringify({ faults, effects: bank.effects, perKey: [...perKey.values()], lifecycles: [...states.values()] })))
+    }, 60_000, 300).finally(async () => { console.log(JSON.stringify({ faults, effects: bank.effects, perKey: [...perKey.values()], lifecycles: [...states.values()] })); for (const [id, s] of states) if (s !== "completed") console.log("STUCK", JSON.stringify(await alice.get(id)).slice(0, 3000)) })
     const elapsed = Date.now() - t0
     await new Promise((r) => setTimeout(r, 500))
     const duplicates = [...perKey.values()].filter((c) => c > 1).length
