@@ -11,6 +11,8 @@ import { median, percentile, printTable, row, type Row } from "./Table.js"
 const Runs = Number(process.env["WK_BENCH_RUNS"] ?? 5)
 const PerRun = Number(process.env["WK_BENCH_PER_RUN"] ?? 200)
 const Payload = "x".repeat(300)
+/** Extra node flags for the kernel processes, e.g. WK_BENCH_KERNEL_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof". */
+const KernelNodeArgs = (process.env["WK_BENCH_KERNEL_NODE_ARGS"] ?? "").split(" ").filter((s) => s !== "")
 /** Events the kernel appends on the ALLOW path: proposed, adjudicated, leased, dispatched, recorded, admitted. */
 const AllowEvents = 6
 /** Events from an accepted attestation to the delivery: accepted, readiness, leased, dispatched, recorded, admitted, delivery.published. */
@@ -59,7 +61,7 @@ const setup = async (): Promise<Env> => {
     floorClient: await connectAs(nats.servers, "kernel"),
     tool,
     bank,
-    kernels: [await startKernelProcess(nats.servers, profiles)],
+    kernels: [await startKernelProcess(nats.servers, profiles, {}, KernelNodeArgs)],
     profiles
   }
 }
@@ -193,7 +195,7 @@ export const runKernelPathBench = async (): Promise<Array<Row>> => {
       rates.push(await allowThroughput(e, 2000))
     }
     const oneKernel = median(rates)
-    e.kernels.push(await startKernelProcess(e.nats.servers, e.profiles))
+    e.kernels.push(await startKernelProcess(e.nats.servers, e.profiles, {}, KernelNodeArgs))
     await allowThroughput(e, 500)
     const twoRates: Array<number> = []
     for (let r = 0; r < Runs; r++) twoRates.push(await allowThroughput(e, 2000))
@@ -205,7 +207,8 @@ export const runKernelPathBench = async (): Promise<Array<Row>> => {
       row("two kernel processes vs one, ALLOW throughput", median(twoRates), oneKernel, "calls/s", ">= 1.6x")
     ]
   } finally {
-    await Promise.all(e.kernels.map((k) => k.kill()))
+    // SIGINT, so that a --cpu-prof profile is written
+    await Promise.all(e.kernels.map((k) => k.stop()))
     e.bank.stop()
     await Promise.all([e.agent, e.witness, e.kernelConn, e.floorClient, e.tool].map((c) => c.close()))
     await e.nats.dispose()

@@ -38,7 +38,7 @@ export const makeNats = (opts: NatsOptions) =>
   Effect.acquireRelease(
     Effect.tryPromise({
       try: async () => {
-        const nc = await connect({ servers: opts.servers, user: opts.user, pass: opts.pass, name: opts.name ?? "wk-kernel", maxReconnectAttempts: -1 })
+        const nc = await connect({ servers: opts.servers, user: opts.user, pass: opts.pass, name: opts.name ?? "wk-kernel", maxReconnectAttempts: -1, noAsyncTraces: true })
         const jsm = await jetstreamManager(nc)
         const kvm = new Kvm(nc)
         const opened = new Map<string, Promise<KV>>()
