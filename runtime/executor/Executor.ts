@@ -45,12 +45,14 @@ export const execute = (loaded: Loaded, ctx: () => ReconcileContext) =>
     const base = { held_id: heldId, generation: f.generation }
     const key = spec.idempotency_key
     const leaseUntil = new Date(Date.now() + cfg.leaseMs).toISOString()
+    // Each claim is its own fact: a claim whose holder died before dispatching must not share
+    // the next claim's event id, or the log's de-duplication refuses every later claim.
     // The wake is durable before anything irreversible (if this process dies, the controller
     // resumes here); it is written alongside the claim, not after it.
     const [claimed] = yield* Effect.all(
       [
         store.append(loaded, [
-          eventOf<typeof ExecutionLeased.Type>({ ...base, type: "execution.leased", event_id: `execution.leased:${heldId}:${key}:a${attempt}`, owner: cfg.owner, lease_until: leaseUntil })
+          eventOf<typeof ExecutionLeased.Type>({ ...base, type: "execution.leased", event_id: `execution.leased:${heldId}:${key}:a${attempt}:${cfg.owner}:${leaseUntil}`, owner: cfg.owner, lease_until: leaseUntil })
         ]),
         wake(heldId)
       ],
