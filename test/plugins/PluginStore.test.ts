@@ -45,7 +45,12 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await nc?.close()
-  if (server?.pid !== undefined) process.kill(server.pid, "SIGTERM")
+  // Wait for the server to exit: it may still be writing its store while we remove it.
+  if (server !== undefined && server.exitCode === null) {
+    const exited = new Promise((resolve) => server!.once("exit", resolve))
+    server.kill("SIGTERM")
+    await exited
+  }
   rmSync(storeDir, { recursive: true, force: true })
 })
 
