@@ -10,6 +10,7 @@ import { layerDriver } from "./loops/Driver.js"
 import { runController } from "./loops/Controller.js"
 import { runPresenceWatch } from "./loops/PresenceWatch.js"
 import { serveProtocol } from "./protocol/Service.js"
+import { servePolicyApplyTool } from "./protocol/PolicyApplyTool.js"
 import { serveStatus } from "./protocol/Status.js"
 import type { Profile } from "./schema/Profile.js"
 import type { Adjudicator } from "./policy/Adjudicator.js"
@@ -78,6 +79,7 @@ export const layerKernel = (opts: KernelOptions) => {
 /** Serves the protocol and runs the controller until the scope closes. */
 export const runKernel = Effect.gen(function* () {
   yield* serveProtocol
+  yield* servePolicyApplyTool
   yield* serveStatus
   yield* runController()
   const { owner, presenceIntervalMs } = yield* KernelConfig

@@ -171,7 +171,15 @@ export class WitnessClient {
     return this.request(Subjects.ack, this.sign({ op: "ack", held_id: heldId, delivery_id: deliveryId }))
   }
 
-  applyPolicy(profile: JsonObject): Promise<{ status: number; policy_epoch?: number; error?: ErrorReply["error"] }> {
+  /**
+   * Proposes a policy change as the kernel's `kernel_policy_apply` tool: a narrowing runs at
+   * once (200, result `{policy_epoch}`); a widening is held (202) until another admin approves.
+   */
+  proposePolicy(profile: JsonObject, callId = `policy-${Date.now().toString(36)}`): Promise<ProposeReply> {
+    return this.propose({ session_id: "policy", turn_id: "apply", call_id: callId, tool: "kernel_policy_apply", args: { profile } } as ProposeInput)
+  }
+
+  applyPolicy(profile: JsonObject): Promise<{ status: number; policy_epoch?: number; held_id?: string; error?: ErrorReply["error"] }> {
     return this.request(Subjects.policyApply, this.sign({ op: "policy.apply", profile }))
   }
 

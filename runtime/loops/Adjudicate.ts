@@ -8,6 +8,7 @@ import { Subjects } from "../schema/Subjects.js"
 import { Adjudicator, type Adjudication } from "../policy/Adjudicator.js"
 import { isGranted, type ActivePolicy } from "../policy/ActivePolicy.js"
 import { applyPreferences, effectivePreferences, redactArgs } from "../policy/Preferences.js"
+import { adjudicatePolicyChange, PolicyApplyTool } from "../policy/PolicyChange.js"
 import { callDigest, contractDigest } from "../schema/Canonical.js"
 import type { CallAdjudicated, CallDenied, CallHeld, HeldEvent } from "../schema/Events.js"
 import type { HeldCallFacts } from "../schema/Facts.js"
@@ -21,6 +22,8 @@ import { eventOf, progress } from "./Actions.js"
 export const decide = (facts: HeldCallFacts, policy: ActivePolicy, now: number) =>
   Effect.gen(function* () {
     const spec = facts.spec!
+    // A policy change is decided by the kernel floor alone: no plugin decides its own widening.
+    if (spec.tool === PolicyApplyTool) return adjudicatePolicyChange(policy, spec.principal, spec.args)
     if (!isGranted(policy, spec.principal, spec.tool)) {
       const denied: Adjudication = {
         verdict: "DENY",

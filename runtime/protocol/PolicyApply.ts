@@ -1,18 +1,20 @@
-import { Effect, Either } from "effect"
+import { Effect } from "effect"
 import { HeldCallStore } from "../ledger/HeldCallStore.js"
 import { Nats } from "../ledger/Nats.js"
 import { Driver } from "../loops/Driver.js"
 import { wake } from "../ledger/Wakes.js"
 import { eventOf } from "../loops/Actions.js"
 import { PolicyStore } from "../policy/PolicyStore.js"
-import { checkLayers } from "../policy/Layers.js"
+import { classifyChange, policyCall, PolicyApplyTool } from "../policy/PolicyChange.js"
 import type { PolicyEpochChanged } from "../schema/Events.js"
-import { Profile } from "../schema/Profile.js"
 import { PolicyApplyPayload } from "../schema/Requests.js"
 import { Buckets } from "../schema/Subjects.js"
-import { decodeWith } from "./Decode.js"
-import { forbidden, invalidRequest, type Reply } from "./Replies.js"
-import { Rejected, signedRequest } from "./Request.js"
+import { forbidden, invalidRequest, proposeReply, unavailable, type Reply } from "./Replies.js"
+import { signedRequest, type Signed } from "./Request.js"
+import { record } from "./Propose.js"
+import { effectivePreferences } from "../policy/Preferences.js"
+import { heldIdOf } from "../schema/Canonical.js"
+import type { ProposePayload } from "../schema/Requests.js"
 
 /**
  * `wk.v1.admin.policy.apply`: replaces the profile of the same name (or adds it), bumps the
@@ -20,17 +22,29 @@ import { Rejected, signedRequest } from "./Request.js"
  */
 export const policyApply = (data: Uint8Array) =>
   Effect.gen(function* () {
-    const { payload: p, policy } = yield* signedRequest(data, "policy.apply", PolicyApplyPayload)
+    const { payload: p, policy, envelope } = yield* signedRequest(data, "policy.apply", PolicyApplyPayload)
     if (!policy.admins.has(p.principal)) return forbidden(`principal '${p.principal}' is not a policy admin`)
-    const decoded = decodeWith(Profile, p.profile, "payload.profile")
-    if (Either.isLeft(decoded)) return yield* Effect.fail(new Rejected(decoded.left))
-    const profile = decoded.right
-    const profiles = [...policy.profiles.filter((x) => x.name !== profile.name), profile]
-    const widening = checkLayers(profiles)[0]
-    if (widening !== undefined) return invalidRequest(widening.message, `payload.profile.${widening.field}`)
-    const next = yield* (yield* PolicyStore).apply(profiles)
+    const change = classifyChange(policy, p.profile, "payload.profile")
+    if (change._tag === "Invalid") return invalidRequest(change.message, change.field)
+    // A widening is itself a governed call that another admin must witness.
+    if (change._tag === "Widening") return yield* heldChange({ envelope, policy, payload: { op: "propose", principal: p.principal, ...policyCall(p.profile), tool: PolicyApplyTool, args: { profile: p.profile } } })
+    const next = yield* (yield* PolicyStore).apply(change.profiles)
     yield* announceEpoch(next.epoch)
     return { status: 200, policy_epoch: next.epoch } satisfies Reply
+  })
+
+/**
+ * A widening becomes the held call of `kernel_policy_apply`, recorded with the admin's signed
+ * `policy.apply` request as its proposal; it answers like a proposal (202 while it waits).
+ */
+const heldChange = (req: Signed<ProposePayload>) =>
+  Effect.gen(function* () {
+    const p = req.payload
+    const heldId = heldIdOf(p.principal, p.session_id, p.turn_id, p.call_id)
+    const recorded = yield* record(heldId, req, effectivePreferences(req.policy, p.principal, undefined))
+    if (recorded !== "ok") return recorded
+    const driven = yield* (yield* Driver).drive(heldId, "cached")
+    return (driven.facts === null ? null : proposeReply(driven.facts)) ?? unavailable(`policy change ${heldId} was recorded but not yet decided; read it with held.get`)
   })
 
 /** Appends `policy.epoch_changed` to every open held call and drives each one. */

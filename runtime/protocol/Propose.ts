@@ -89,7 +89,7 @@ const currentReply = (heldId: string, fallback: Reply) =>
   })
 
 /** Writes the proposal (or its edit) unless the call already has this exact digest. */
-const record = (heldId: string, req: Signed<ProposePayload>, prefs: Preferences, edge?: Edge) =>
+export const record = (heldId: string, req: Signed<ProposePayload>, prefs: Preferences, edge?: Edge) =>
   Effect.gen(function* () {
     const store = yield* HeldCallStore
     const p = req.payload

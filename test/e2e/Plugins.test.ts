@@ -5,6 +5,7 @@ import type { WitnessClient } from "../../runtime/client/Client.js"
 import { Subjects } from "../../runtime/schema/Subjects.js"
 import { startTestNats, type TestNats } from "../support/TestNats.js"
 import { clientFor, connectAs, testProfile } from "../support/Principals.js"
+import { applyPolicyWitnessed } from "../support/PolicyChange.js"
 import { startKernel, type InProcessKernel } from "../support/InProcessKernel.js"
 import { pinOf } from "../support/Pins.js"
 import { eventsOf, eventually } from "../support/Stream.js"
@@ -105,7 +106,8 @@ describe("plugins through the kernel", () => {
       expect(loop?.digest).toMatch(/^[0-9a-f]{64}$/)
       expect(bank.balance("ho-a")).toBe(10_000)
     } finally {
-      expect((await root.applyPolicy(profile as never)).status).toBe(200)
+      // Unpinning a plugin widens policy: a second admin witnesses the restore.
+      expect((await applyPolicyWitnessed(root, clientFor(witnessConn, "admin:ops"), profile)).status).toBe(200)
     }
     expect(await alice.propose(call("money_transfer", { from: "ho-b", to: "b", amount: 10 }))).toMatchObject({ status: 200 })
   })

@@ -4,6 +4,7 @@ import { DemoBank } from "../../runtime/executor/DemoBank.js"
 import type { WitnessClient } from "../../runtime/client/Client.js"
 import { startTestNats, type TestNats } from "../support/TestNats.js"
 import { clientFor, connectAs, testProfile } from "../support/Principals.js"
+import { applyPolicyWitnessed } from "../support/PolicyChange.js"
 import { startKernel, type InProcessKernel } from "../support/InProcessKernel.js"
 import { EchoTool } from "../support/EchoTool.js"
 import { eventsOf, eventually } from "../support/Stream.js"
@@ -169,7 +170,8 @@ describe("REQUIRE_WITNESS end to end", () => {
       expect((await carol.attest({ ...bindingOf(h), class: "human", decision: "approve" })).disposition).toBe("accepted")
       await eventually(async () => (await facts(h.held_id))["readiness"] === "satisfied")
       // The new policy no longer counts carol as a human witness.
-      const principals = { ...profile.principals!, "user:carol": { ...profile.principals!["user:carol"]!, classes: ["contractor"] } }
+      // (Withdrawing a class only narrows, so it applies at once, with the executor still paused.)
+      const principals = { ...profile.principals!, "user:carol": { ...profile.principals!["user:carol"]!, classes: [] } }
       const applied = await root.applyPolicy({ ...profile, principals } as never)
       expect(applied.status).toBe(200)
       const f = await eventually(async () => {
@@ -188,7 +190,8 @@ describe("REQUIRE_WITNESS end to end", () => {
       expect(bank.effects - effects).toBe(1)
     } finally {
       paused = false
-      await root.applyPolicy(profile as never)
+      // Giving carol her class back widens the registry: a second admin witnesses it.
+      await applyPolicyWitnessed(root, clientFor(witnessConn, "admin:ops"), profile)
     }
   })
 

@@ -22,7 +22,8 @@ export const testProfile = (overrides: Partial<Profile> = {}): Profile => ({
     principal("op:breakglass", "breakglass"),
     principal("compliance:zoe", "compliance"),
     principal("oncall:olga", "oncall"),
-    principal("admin:root", "admin")
+    principal("admin:root", "admin"),
+    principal("admin:ops", "admin")
   ]),
   grants: { "agent:alice": ["money_transfer", "bank_balance"], "agent:bob": ["money_transfer"] },
   rules: {
@@ -33,7 +34,7 @@ export const testProfile = (overrides: Partial<Profile> = {}): Profile => ({
       contract: { rule: { class: "human" }, veto: ["compliance"] }
     }
   },
-  admins: ["admin:root"],
+  admins: ["admin:root", "admin:ops"],
   ...overrides
 })
 

@@ -1,5 +1,6 @@
 import { verifySignature } from "../../protocol/Authenticate.js"
-import { callDigest, heldIdOf, jcsDigest } from "../../schema/Canonical.js"
+import { callDigest, canonicalize, heldIdOf, jcsDigest } from "../../schema/Canonical.js"
+import { policyCall, PolicyApplyTool } from "../../policy/PolicyChange.js"
 import type { Envelope } from "../../schema/Envelope.js"
 import type { HeldEvent } from "../../schema/Events.js"
 import { collector, type HeldCheck } from "./Check.js"
@@ -20,6 +21,12 @@ const mismatchOf = (heldId: string, e: HeldEvent, p: Envelope["payload"]): strin
   const differs = (field: string, mine: unknown, theirs: unknown) => (mine === theirs ? null : `event ${field} ${JSON.stringify(mine)} but the signed payload says ${JSON.stringify(theirs)}`)
   switch (e.type) {
     case "call.proposed": {
+      if (e.tool === PolicyApplyTool && p["op"] === "policy.apply") {
+        const call = policyCall(p["profile"])
+        if (heldIdOf(String(p["principal"]), call.session_id, call.turn_id, call.call_id) !== heldId) return "the signed policy change derives another held id"
+        if (canonicalize(e.args["profile"] ?? null) !== canonicalize(p["profile"] ?? null)) return "args.profile is not the signed profile"
+        return differs("principal", e.principal, p["principal"])
+      }
       if (heldIdOf(String(p["principal"]), String(p["session_id"]), String(p["turn_id"]), String(p["call_id"])) !== heldId) return "the signed proposal derives another held id"
       if (e.call_digest !== callDigest(e.tool, e.args)) return "call_digest is not sha256(JCS({tool, args})) of the event"
       return differs("principal", e.principal, p["principal"]) ?? differs("session_id", e.session_id, p["session_id"]) ?? differs("turn_id", e.turn_id, p["turn_id"]) ?? differs("call_id", e.call_id, p["call_id"])
@@ -57,7 +64,9 @@ export const signatures: HeldCheck = {
         continue
       }
       c.count()
-      if (env.payload["op"] !== op) c.fail([seq], `${event.type} carries an envelope with op ${JSON.stringify(env.payload["op"])}, expected '${op}'`)
+      // A widening policy.apply is recorded as the proposal of the kernel's policy tool.
+      const policyChange = event.type === "call.proposed" && event.tool === PolicyApplyTool && env.payload["op"] === "policy.apply"
+      if (env.payload["op"] !== op && !policyChange) c.fail([seq], `${event.type} carries an envelope with op ${JSON.stringify(env.payload["op"])}, expected '${op}'`)
       if (!(ctx.verified?.(seq, env) ?? verifySignature(env))) {
         c.fail([seq], `${event.type}: the signature does not verify over the JCS of the payload`)
         continue

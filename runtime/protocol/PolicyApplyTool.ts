@@ -1,0 +1,73 @@
+import { Effect, Runtime } from "effect"
+import type { Msg } from "@nats-io/transport-node"
+import { Nats } from "../ledger/Nats.js"
+import type { HeldCallStore } from "../ledger/HeldCallStore.js"
+import type { Driver } from "../loops/Driver.js"
+import { PolicyStore } from "../policy/PolicyStore.js"
+import { classifyChange, holdsProfile, PolicyApplyTool } from "../policy/PolicyChange.js"
+import { Buckets, Subjects } from "../schema/Subjects.js"
+import { announceEpoch } from "./PolicyApply.js"
+import { QueueGroup } from "./Service.js"
+
+type Deps = Nats | PolicyStore | HeldCallStore | Driver
+const encoder = new TextEncoder()
+/** Where an applied change is remembered under its idempotency key (read-back; at most one epoch bump). */
+const appliedKey = (idempotencyKey: string) => `applied.${idempotencyKey.replace(/[^A-Za-z0-9_-]/g, "_")}`
+
+/**
+ * Serves `kernel_policy_apply` as a tool on the kernel's own connection, so a policy change
+ * runs through the held-call path like any effect: dispatched once under a lease, recorded,
+ * read back after a crash. The change is re-classified against the policy of this moment.
+ */
+export const servePolicyApplyTool = Effect.gen(function* () {
+  const { nc, kv } = yield* Nats
+  const runtime = yield* Effect.runtime<Deps>()
+  const respond = (msg: Msg, body: unknown) => {
+    try {
+      msg.respond(encoder.encode(JSON.stringify(body)))
+    } catch {
+      // The executor is gone; read-back answers it later.
+    }
+  }
+  const invoke = (req: { idempotency_key?: unknown; args?: { profile?: unknown } }) =>
+    Effect.gen(function* () {
+      const key = typeof req.idempotency_key === "string" ? req.idempotency_key : ""
+      if (key === "") return { ok: false, error: "idempotency_key is required" }
+      const bucket = yield* Effect.promise(() => kv(Buckets.policy))
+      const done = yield* Effect.promise(() => bucket.get(appliedKey(key)))
+      if (done !== null && done.operation === "PUT") return { ok: true, result: done.json<unknown>() }
+      const store = yield* PolicyStore
+      const policy = yield* store.refresh
+      const change = classifyChange(policy, req.args?.profile, "args.profile")
+      if (change._tag === "Invalid") return { ok: false, error: change.message }
+      const changed = !holdsProfile(policy.profiles, change.profile)
+      const epoch = changed ? (yield* store.apply(change.profiles)).epoch : policy.epoch
+      const result = { policy_epoch: epoch, profile: change.profile.name }
+      yield* Effect.promise(() => bucket.put(appliedKey(key), JSON.stringify(result)))
+      // Announced after replying: this very call is open and its driver waits on this reply.
+      if (changed) yield* Effect.forkDaemon(announceEpoch(epoch))
+      return { ok: true, result }
+    })
+  const readback = (req: { idempotency_key?: unknown }) =>
+    Effect.gen(function* () {
+      const bucket = yield* Effect.promise(() => kv(Buckets.policy))
+      const done = typeof req.idempotency_key === "string" ? yield* Effect.promise(() => bucket.get(appliedKey(req.idempotency_key as string))) : null
+      return done !== null && done.operation === "PUT" ? { applied: true, result: done.json<unknown>() } : { applied: false }
+    })
+  const serve = (subject: string, handler: (req: Record<string, unknown>) => Effect.Effect<unknown, unknown, Deps>) =>
+    nc.subscribe(subject, {
+      queue: QueueGroup,
+      callback: (err, msg) => {
+        if (err !== null) return
+        let req: Record<string, unknown> = {}
+        try {
+          req = msg.json<Record<string, unknown>>()
+        } catch {
+          return respond(msg, { ok: false, error: "request is not JSON" })
+        }
+        void Runtime.runPromise(runtime)(handler(req).pipe(Effect.catchAllCause((c) => Effect.succeed({ ok: false, error: `policy apply failed: ${String(c)}` })))).then((r) => respond(msg, r))
+      }
+    })
+  const subs = [serve(Subjects.toolInvoke(PolicyApplyTool), invoke), serve(Subjects.toolReadback(PolicyApplyTool), readback)]
+  yield* Effect.addFinalizer(() => Effect.sync(() => subs.forEach((s) => s.unsubscribe())))
+})
