@@ -42,7 +42,7 @@ export interface Delivery {
 }
 
 export interface ClientOptions {
-  readonly servers: string
+  readonly servers: string | Array<string>
   readonly user?: string
   readonly pass?: string
   /** The principal this client speaks for, and its ed25519 secret key (64 bytes). */

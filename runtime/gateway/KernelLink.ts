@@ -7,7 +7,7 @@ import { Buckets, Streams, Subjects } from "../schema/Subjects.js"
 
 /** Where the gateway's NATS connection goes and as whom (it forwards envelopes others signed). */
 export interface GatewayNats {
-  readonly servers: string
+  readonly servers: string | Array<string>
   readonly user?: string
   readonly pass?: string
 }

@@ -6,7 +6,8 @@ import { LedgerError } from "./LedgerError.js"
 
 /** Where and as whom to connect. */
 export interface NatsOptions {
-  readonly servers: string
+  /** `host:port`, or several (a cluster): the client tries them and learns the rest from the cluster. */
+  readonly servers: string | Array<string>
   readonly user?: string
   readonly pass?: string
   readonly name?: string
@@ -25,12 +26,32 @@ export class Nats extends Context.Tag("wk/Nats")<
   }
 >() {}
 
-/** Parses `nats://user:pass@host:port` into options (credentials in the URL are optional). */
+/**
+ * Parses `nats://user:pass@host:port` into options (credentials in the URL are optional), or a
+ * comma-separated list of such entries for a cluster
+ * (`nats://kernel:kernel-dev@127.0.0.1:4301,127.0.0.1:4302,nats://127.0.0.1:4303`): the
+ * credentials are the first entry's that has them, and `servers` is then the list of `host:port`.
+ * A single entry gives `servers` as a string, as before. Throws on an entry that is not a URL.
+ */
 export const natsOptionsFromUrl = (url: string, fallback: { user?: string; pass?: string } = {}): NatsOptions => {
-  const u = new URL(url.includes("://") ? url : `nats://${url}`)
-  const user = u.username ? decodeURIComponent(u.username) : fallback.user
-  const pass = u.password ? decodeURIComponent(u.password) : fallback.pass
-  return { servers: `${u.hostname}:${u.port || "4222"}`, ...(user ? { user } : {}), ...(pass ? { pass } : {}) }
+  const entries = url.split(",").map((e) => e.trim()).filter((e) => e !== "")
+  if (entries.length === 0) throw new Error(`NATS URL is empty: expected nats://user:pass@host:port (several separated by commas)`)
+  const parsed = entries.map((entry) => {
+    let u: URL
+    try {
+      u = new URL(entry.includes("://") ? entry : `nats://${entry}`)
+    } catch {
+      throw new Error(`NATS URL entry "${entry}" is not a URL: expected nats://user:pass@host:port (several separated by commas)`)
+    }
+    if (u.hostname === "") throw new Error(`NATS URL entry "${entry}" has no host: expected nats://user:pass@host:port`)
+    return u
+  })
+  const withUser = parsed.find((u) => u.username !== "")
+  const user = withUser ? decodeURIComponent(withUser.username) : fallback.user
+  const pass = withUser?.password ? decodeURIComponent(withUser.password) : fallback.pass
+  const hostPorts = parsed.map((u) => `${u.hostname}:${u.port || "4222"}`)
+  const servers = hostPorts.length === 1 ? hostPorts[0]! : hostPorts
+  return { servers, ...(user ? { user } : {}), ...(pass ? { pass } : {}) }
 }
 
 /** Connects, and drains the connection when the scope closes. */

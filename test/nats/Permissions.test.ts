@@ -98,7 +98,7 @@ const expectPublishAllowed = async (role: Role, subject: string) => {
 beforeAll(async () => {
   const external = process.env["WK_TEST_NATS_URL"]
   if (external) {
-    servers = natsOptionsFromUrl(external).servers
+    servers = [natsOptionsFromUrl(external).servers].flat()[0]!
   } else {
     own = await startTestNats()
     servers = own.servers
