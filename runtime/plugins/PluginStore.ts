@@ -17,8 +17,12 @@ export class PluginStoreError extends Schema.TaggedError<PluginStoreError>()("Pl
   cause: Schema.optional(Schema.Defect)
 }) {}
 
+// Replicas when the bucket is first created: the kernel's WK_REPLICAS, like its streams and KV
+// buckets (runtime/ledger/Provision.ts); an existing bucket keeps its own.
+const replicas = (): number => Math.max(1, Number(process.env["WK_REPLICAS"] ?? 1) || 1)
+
 const bucket = (nc: NatsConnection, operation: string): Effect.Effect<ObjectStore, PluginStoreError> =>
-  Effect.tryPromise({ try: () => new Objm(nc).create(PluginBucket), catch: (cause) => new PluginStoreError({ operation, detail: `cannot open bucket ${PluginBucket}`, cause }) })
+  Effect.tryPromise({ try: () => new Objm(nc).create(PluginBucket, { replicas: replicas() }), catch: (cause) => new PluginStoreError({ operation, detail: `cannot open bucket ${PluginBucket}`, cause }) })
 
 /** Stores wasm bytes (and their signed manifest) under their digest; returns the digest. Idempotent. */
 export const publishPlugin = (nc: NatsConnection, bytes: Uint8Array, manifest?: SignedManifest): Effect.Effect<string, PluginStoreError> =>

@@ -1,0 +1,156 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { connect, type NatsConnection } from "@nats-io/transport-node"
+import { jetstreamManager } from "@nats-io/jetstream"
+import { DemoBank } from "../../runtime/executor/DemoBank.js"
+import { WitnessClient, type ProposeReply } from "../../runtime/client/Client.js"
+import { devKeyPair } from "../../runtime/client/DevKeys.js"
+import { Buckets, Streams } from "../../runtime/schema/Subjects.js"
+import { PluginBucket } from "../../runtime/plugins/PluginStore.js"
+import { findNatsServer } from "../../runtime/cli/EmbeddedNats.js"
+import { startTestCluster, type TestCluster } from "../support/TestCluster.js"
+import { connectAs, testProfile } from "../support/Principals.js"
+import { profileDir, startKernelProcess, type KernelProcess } from "../support/KernelProcess.js"
+import { Roles } from "../support/TestNats.js"
+
+// Issue 8 part 2: the kernel on a 3-node JetStream cluster on loopback. Two kernel processes on
+// different nodes (A on node 0, B on node 1), the bank on node 2, the agent on node 2. ALLOW
+// transfers keep going while node 0 (kernel A's) is SIGKILLed and later restarted; each call is
+// retried under its own call_id until it completes (a retry is the same call, never a second
+// execution). Afterwards: every call completed, one bank effect per call, no key applied twice.
+let cluster: TestCluster
+const kernels: Array<KernelProcess> = []
+const conns: Array<NatsConnection> = []
+const enabled = findNatsServer() !== null
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+beforeAll(async () => {
+  if (enabled) cluster = await startTestCluster(3)
+}, 60_000)
+
+afterAll(async () => {
+  if (process.env["WK_CLUSTER_DEBUG"]) kernels.forEach((k, i) => console.log(`--- kernel ${i}\n${k.output().slice(-3000)}`))
+  await Promise.all(kernels.map((k) => k.kill()))
+  await Promise.all(conns.map((c) => c.close().catch(() => undefined)))
+  await cluster?.dispose()
+})
+
+describe.skipIf(!enabled)("3-node NATS cluster", () => {
+  it("replicated streams and buckets; calls complete through a node kill and restart, one effect each", async () => {
+    const profiles = profileDir([testProfile()])
+    const env = { WK_REPLICAS: "3" }
+    const n = cluster.nodes
+    const kernelA = await startKernelProcess(n[0]!.servers, profiles, env)
+    kernels.push(kernelA)
+    const kernelB = await startKernelProcess(n[1]!.servers, profiles, env)
+    kernels.push(kernelB)
+
+    const applied = new Map<string, number>()
+    const toolConn = await connect({ servers: n[2]!.servers, ...Roles.tool, name: "test bank", maxReconnectAttempts: -1 })
+    conns.push(toolConn)
+    const bank = new DemoBank({ onApplied: (_t, key) => void applied.set(key, (applied.get(key) ?? 0) + 1) }).serve(toolConn)
+    const agentConn = await connectAs(n[2]!.servers, "agent")
+    conns.push(agentConn)
+    const alice = WitnessClient.over(agentConn, { principal: "agent:alice", secretKey: devKeyPair("agent:alice").secretKey, timeoutMs: 4000 })
+
+    // Everything the kernel created is replicated 3 ways, one replica per node.
+    const kernelConn = await connect({ servers: n[2]!.servers, ...Roles.kernel, name: "test inspect" })
+    conns.push(kernelConn)
+    const jsm = await jetstreamManager(kernelConn)
+    const names = [Streams.events, Streams.wakes, Streams.sessions, ...Object.values(Buckets).map((b) => `KV_${b}`), `OBJ_${PluginBucket}`]
+    const replicas = Object.fromEntries(await Promise.all(names.map(async (s) => {
+      const si = await jsm.streams.info(s)
+      return [s, { r: si.config.num_replicas, peers: 1 + (si.cluster?.replicas?.length ?? 0) }] as const
+    })))
+    console.log("replicas", JSON.stringify(replicas))
+    for (const s of names) expect(replicas[s], s).toEqual({ r: 3, peers: 3 })
+
+    // Calls: `workers` concurrent loops, each call retried (same call_id) until it completes.
+    const completed: Array<{ i: number; at: number; tries: number; ms: number }> = []
+    const failures: Array<string> = []
+    let killedAt = 0
+    const stamp = () => (killedAt === 0 ? "before kill" : `kill+${Date.now() - killedAt}ms`)
+    let next = 0
+    let stop = false
+    const one = async (i: number) => {
+      const started = Date.now()
+      let tries = 0
+      for (;;) {
+        tries++
+        try {
+          const r: ProposeReply = await alice.propose({ session_id: "s-cluster", turn_id: "t1", call_id: `c${i}`, tool: "money_transfer", args: { from: `acct-${i % 7}`, to: "shop", amount: 1 + (i % 50) } })
+          if (r.status === 200 && r.outcome === "completed" && r.ok) return completed.push({ i, at: Date.now(), tries, ms: Date.now() - started })
+          failures.push(`${stamp()} c${i}#${tries}: ${JSON.stringify(r).slice(0, 300)}`)
+        } catch (e) {
+          failures.push(`${stamp()} c${i}#${tries}: ${String(e)}`)
+        }
+        if (tries > 60) throw new Error(`c${i} did not complete in ${tries} tries:\n${failures.slice(-10).join("\n")}`)
+        await sleep(250)
+      }
+    }
+    const workers = Array.from({ length: 3 }, async () => {
+      while (!stop) await one(next++)
+    })
+    const done = (k: number) => new Promise<void>((resolve, reject) => {
+      const t = setInterval(() => {
+        if (completed.length >= k) return clearInterval(t), resolve()
+      }, 20)
+      setTimeout(() => (clearInterval(t), reject(new Error(`only ${completed.length} of ${k} calls completed`))), 40_000).unref()
+    })
+    const t0 = Date.now()
+    await done(15)
+
+    // Node 0 dies mid-run: kernel A loses its server and must reconnect to node 1 or 2.
+    const before = completed.length
+    killedAt = Date.now()
+    await cluster.kill(0)
+    await done(before + 1)
+    const firstAfterKill = Date.now() - killedAt
+    await done(before + 15)
+    // Only kernel A now: calls complete only if A reconnected to a live node.
+    await kernelB.stop()
+    const kernelBStoppedMs = Date.now() - killedAt
+    const aloneFrom = completed.length
+    await done(aloneFrom + 10)
+    const aloneDone = completed.length
+
+    // Node 0 comes back and catches up; more calls complete.
+    const restartAt = Date.now()
+    const restartAfterKillMs = restartAt - killedAt
+    await cluster.restart(0)
+    const rejoinMs = Date.now() - restartAt
+    await cluster.waitCurrent(names)
+    const currentMs = Date.now() - restartAt
+    const afterRestart = completed.length
+    await done(afterRestart + 15)
+    stop = true
+    await Promise.all(workers)
+    const elapsed = Date.now() - t0
+
+    await sleep(300)
+    const duplicates = [...applied.entries()].filter(([, c]) => c > 1)
+    const retried = completed.filter((c) => c.tries > 1).length
+    const slowest = [...completed].sort((a, b) => b.ms - a.ms).slice(0, 3).map((c) => ({ call: `c${c.i}`, ms: c.ms, tries: c.tries, after_kill_ms: c.at - c.ms - killedAt }))
+    console.log(JSON.stringify({
+      completed: completed.length,
+      effects: bank.effects,
+      duplicates: duplicates.length,
+      killed_after: before,
+      first_completion_after_kill_ms: firstAfterKill,
+      kernel_a_alone: aloneDone - aloneFrom,
+      kernel_b_stopped_at_kill_plus_ms: kernelBStoppedMs,
+      node0_restarted_at_kill_plus_ms: restartAfterKillMs,
+      node0_rejoin_ms: rejoinMs,
+      replicas_current_after_restart_ms: currentMs,
+      retried_calls: retried,
+      slowest,
+      failed_attempts: failures.length,
+      elapsed_ms: elapsed
+    }))
+    if (failures.length > 0) console.log("failed attempts (first 10):\n" + failures.slice(0, 40).join("\n"))
+    expect(kernelA.child.exitCode).toBeNull()
+    expect(new Set(completed.map((c) => c.i)).size).toBe(completed.length)
+    expect(bank.effects).toBe(completed.length)
+    expect(applied.size).toBe(completed.length)
+    expect(duplicates).toEqual([])
+  }, 120_000)
+})
