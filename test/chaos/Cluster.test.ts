@@ -1,3 +1,5 @@
+import { spawn } from "node:child_process"
+import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { connect, type NatsConnection } from "@nats-io/transport-node"
 import { jetstreamManager } from "@nats-io/jetstream"
@@ -7,6 +9,7 @@ import { devKeyPair } from "../../runtime/client/DevKeys.js"
 import { Buckets, Streams } from "../../runtime/schema/Subjects.js"
 import { PluginBucket } from "../../runtime/plugins/PluginStore.js"
 import { findNatsServer } from "../../runtime/cli/EmbeddedNats.js"
+import { repoRoot } from "../../runtime/cli/Paths.js"
 import { startTestCluster, type TestCluster } from "../support/TestCluster.js"
 import { connectAs, testProfile } from "../support/Principals.js"
 import { profileDir, startKernelProcess, type KernelProcess } from "../support/KernelProcess.js"
@@ -22,6 +25,20 @@ const kernels: Array<KernelProcess> = []
 const conns: Array<NatsConnection> = []
 const enabled = findNatsServer() !== null
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+/** `wk audit replay` as its own process, with a NATS_URL listing several nodes. */
+const auditReplay = (natsUrl: string): Promise<{ code: number | null; out: string }> =>
+  new Promise((resolve) => {
+    const child = spawn(process.execPath, ["--disable-warning=ExperimentalWarning", "--import", "tsx", join(repoRoot, "runtime/cli/main.ts"), "audit", "replay", "--quiet"], {
+      cwd: repoRoot,
+      env: { ...process.env, NATS_URL: natsUrl },
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    let out = ""
+    child.stdout.on("data", (d: Buffer) => (out += d.toString()))
+    child.stderr.on("data", (d: Buffer) => (out += d.toString()))
+    child.once("exit", (code) => resolve({ code, out }))
+  })
 
 beforeAll(async () => {
   if (enabled) cluster = await startTestCluster(3)
@@ -98,6 +115,9 @@ describe.skipIf(!enabled)("3-node NATS cluster", () => {
     })
     const t0 = Date.now()
     await done(15)
+    // Which node leads each stream when node 0 dies (the ones it leads must elect a new leader).
+    const leaders = Object.fromEntries(await Promise.all(names.map(async (s) => [s, (await jsm.streams.info(s)).cluster?.leader ?? "?"] as const)))
+    const ledByNode0 = names.filter((s) => leaders[s] === n[0]!.name)
 
     // Node 0 dies mid-run: kernel A loses its server and must reconnect to node 1 or 2.
     const before = completed.length
@@ -135,6 +155,7 @@ describe.skipIf(!enabled)("3-node NATS cluster", () => {
       effects: bank.effects,
       duplicates: duplicates.length,
       killed_after: before,
+      led_by_killed_node: ledByNode0,
       first_completion_after_kill_ms: firstAfterKill,
       kernel_a_alone: aloneDone - aloneFrom,
       kernel_b_stopped_at_kill_plus_ms: kernelBStoppedMs,
@@ -146,7 +167,11 @@ describe.skipIf(!enabled)("3-node NATS cluster", () => {
       failed_attempts: failures.length,
       elapsed_ms: elapsed
     }))
-    if (failures.length > 0) console.log("failed attempts (first 10):\n" + failures.slice(0, 40).join("\n"))
+    if (failures.length > 0) console.log("failed attempts (first 40):\n" + failures.slice(0, 40).join("\n"))
+    // The auditor re-derives every decision from the replicated log, through a multi-node NATS_URL.
+    const audit = await auditReplay(`nats://auditor:auditor-dev@${n[0]!.servers},${n[1]!.servers},${n[2]!.servers}`)
+    console.log(`audit replay (exit ${audit.code}):\n${audit.out.slice(-1500)}`)
+    expect(audit.code).toBe(0)
     expect(kernelA.child.exitCode).toBeNull()
     expect(new Set(completed.map((c) => c.i)).size).toBe(completed.length)
     expect(bank.effects).toBe(completed.length)
