@@ -3,6 +3,7 @@ import { connect, type NatsConnection } from "@nats-io/transport-node"
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream"
 import { Kvm, type KV } from "@nats-io/kv"
 import { LedgerError } from "./LedgerError.js"
+import { inboxPrefixOf } from "../schema/Subjects.js"
 
 /** Where and as whom to connect. */
 export interface NatsOptions {
@@ -59,7 +60,8 @@ export const makeNats = (opts: NatsOptions) =>
   Effect.acquireRelease(
     Effect.tryPromise({
       try: async () => {
-        const nc = await connect({ servers: opts.servers, user: opts.user, pass: opts.pass, name: opts.name ?? "wk-kernel", maxReconnectAttempts: -1, noAsyncTraces: true })
+        const inboxPrefix = inboxPrefixOf(opts.user)
+        const nc = await connect({ servers: opts.servers, user: opts.user, pass: opts.pass, name: opts.name ?? "wk-kernel", maxReconnectAttempts: -1, noAsyncTraces: true, ...(inboxPrefix ? { inboxPrefix } : {}) })
         const jsm = await jetstreamManager(nc)
         const kvm = new Kvm(nc)
         const opened = new Map<string, Promise<KV>>()

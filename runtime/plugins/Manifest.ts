@@ -27,7 +27,7 @@ export const HostImportOf: Readonly<Record<HostCapability, string>> = {
  */
 export const PublishPrefix = Schema.String.pipe(
   Schema.pattern(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*\.$/, { message: () => "a publish prefix is dot-separated tokens of [A-Za-z0-9_-] ending in '.', e.g. 'wk.notify.'" }),
-  Schema.filter((p) => (!p.startsWith("wk.v1.") && !p.startsWith("_INBOX.")) || "a publish prefix may not be under the protocol's wk.v1. or _INBOX.")
+  Schema.filter((p) => (!p.startsWith("wk.v1.") && !p.startsWith("_INBOX")) || "a publish prefix may not be under the protocol's wk.v1. or any reply inbox (_INBOX)")
 )
 
 /** Host capabilities: which functions, which KV prefix, which counters. Requested in a manifest, granted in a pin. */

@@ -15,6 +15,17 @@ export type Principal = typeof Principal.Type
 /** Agent-chosen identifiers (session, turn, call): printable, bounded, safe in a NATS subject token. */
 export const Token = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200), Schema.pattern(/^[A-Za-z0-9_-]+$/))
 
+/**
+ * A session id: one token or several joined by dots (`alice.s1`). The results subject is
+ * `wk.v1.sessions.<session_id>.results`, so a leading namespace such as `alice` lets nats.conf
+ * confine an agent's NATS user to its own sessions (`wk.v1.sessions.alice.>`).
+ */
+export const SessionId = Schema.String.pipe(
+  Schema.minLength(1),
+  Schema.maxLength(200),
+  Schema.pattern(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+){0,7}$/, { message: () => "expected tokens of letters, digits, '_' or '-', joined by '.' (at most 8)" })
+)
+
 /** Tool names are NATS subject tokens too (`wk.v1.tools.<tool>.invoke`). */
 export const ToolName = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(100), Schema.pattern(/^[a-z][a-z0-9_]*$/))
 

@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { HeldId, Digest, Principal, Token, ToolName, Timestamp } from "./Ids.js"
+import { HeldId, Digest, Principal, SessionId, Token, ToolName, Timestamp } from "./Ids.js"
 import { JsonObject } from "./Json.js"
 import { CallPreferences } from "./Preferences.js"
 
@@ -8,7 +8,7 @@ export { CallPreferences } from "./Preferences.js"
 export const ProposePayload = Schema.Struct({
   op: Schema.Literal("propose"),
   principal: Principal,
-  session_id: Token,
+  session_id: SessionId,
   turn_id: Token,
   call_id: Token,
   tool: ToolName,

@@ -7,6 +7,7 @@ import { natsOptionsFromUrl } from "../../runtime/ledger/Nats.js"
 import type { AuditReport } from "../../runtime/audit/AuditReport.js"
 import { clientFor, testProfile } from "../support/Principals.js"
 import { Roles } from "../support/TestNats.js"
+import { inboxPrefixOf } from "../../runtime/schema/Subjects.js"
 import { profileDir } from "../support/KernelProcess.js"
 import { HostileWindows } from "./HostileWindows.js"
 import { KernelPool } from "./KernelPool.js"
@@ -67,7 +68,7 @@ export interface SoakReport {
 }
 
 const connectRole = (servers: string, role: keyof typeof Roles): Promise<NatsConnection> =>
-  connect({ servers: servers.split(","), ...Roles[role], name: `chaos ${role}`, maxReconnectAttempts: -1, reconnectTimeWait: 250, noAsyncTraces: true })
+  connect({ servers: servers.split(","), ...Roles[role], name: `chaos ${role}`, inboxPrefix: inboxPrefixOf(Roles[role].user)!, maxReconnectAttempts: -1, reconnectTimeWait: 250, noAsyncTraces: true })
 
 const quantile = (xs: ReadonlyArray<number>, q: number): number => {
   if (xs.length === 0) return 0

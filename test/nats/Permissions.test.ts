@@ -202,6 +202,92 @@ describe("agent", () => {
   })
 })
 
+// Agents with their own NATS user (nats.conf AGENT_ALICE / AGENT_BOB): alice's sessions are
+// `alice.<id>`; she reads those and nothing of bob's, by any route the server offers.
+describe("isolated agent", () => {
+  it("reads its own session results: an ordered consumer under its namespace and a live subscription", async () => {
+    const session = `alice.${token()}`
+    const subject = Subjects.sessionResults(session)
+    const got: Array<string> = []
+    conn("alice").subscribe(subject, { callback: (_e, m) => { got.push(m.string()) } })
+    await conn("alice").flush()
+    await jetstream(kernel()).publish(subject, encoder.encode(JSON.stringify({ held_id: "h_1", session_id: session, delivery_id: "d1" })))
+    const consumer = await jetstream(conn("alice"), { timeout: 3000 }).consumers.get(Streams.sessions, { filter_subjects: subject })
+    const m = await consumer.next({ expires: 2000 })
+    expect(m?.json()).toMatchObject({ session_id: session, delivery_id: "d1" })
+    await consumer.delete()
+    await eventually(async () => got.length === 1, 3000, 10)
+    expect(violations.get("alice")!).toEqual([])
+  })
+
+  it("cannot read another agent's session: no subscription, no consumer on it or on the whole stream, no read by sequence", async () => {
+    const subject = Subjects.sessionResults(`bob.${token()}`)
+    await jetstream(kernel()).publish(subject, encoder.encode(JSON.stringify({ secret: "bob's result" })))
+    const sub = conn("alice").subscribe(subject)
+    await conn("alice").flush()
+    await refused("alice", "subscription", subject)
+    await expect(sub.closed).resolves.toBeInstanceOf(errors.PermissionViolationError)
+    const js = jetstream(conn("alice"), { timeout: 2000 })
+    await expect(js.consumers.get(Streams.sessions, { filter_subjects: subject }).then((c) => c.next({ expires: 1000 }))).rejects.toSatisfy(permissionDenied)
+    await expect(js.consumers.get(Streams.sessions, { filter_subjects: "wk.v1.sessions.>" }).then((c) => c.next({ expires: 1000 }))).rejects.toSatisfy(permissionDenied)
+    const jsm = await jetstreamManager(conn("alice"), { timeout: 2000, checkAPI: false })
+    await expect(jsm.direct.getMessage(Streams.sessions, { last_by_subj: subject })).rejects.toSatisfy(permissionDenied)
+    await expect(jsm.streams.getMessage(Streams.sessions, { last_by_subj: subject })).rejects.toSatisfy(permissionDenied)
+    // Control: bob reads it.
+    const mine = await jetstream(conn("bob"), { timeout: 3000 }).consumers.get(Streams.sessions, { filter_subjects: subject })
+    expect((await mine.next({ expires: 2000 }))?.json()).toEqual({ secret: "bob's result" })
+    await mine.delete()
+  })
+
+  it("cannot read held calls with held.get (unsigned: it would show any call's result)", async () => {
+    await expectPublishRefused("alice", Subjects.get)
+  })
+
+  it("cannot keep another agent's session present", async () => {
+    const subject = Subjects.presence(`bob.${token()}`)
+    conn("alice").subscribe(subject)
+    await conn("alice").flush()
+    await refused("alice", "subscription", subject)
+  })
+
+  it("cannot publish events, attest, invoke tools, apply policy or write KV", async () => {
+    for (const subject of [Subjects.events(`h_${token()}`), Subjects.attest, Subjects.toolInvoke(token()), Subjects.policyApply, `$KV.${Buckets.facts}.${token()}`]) {
+      await expectPublishRefused("alice", subject)
+    }
+  })
+
+  it("can propose, cancel and ack", async () => {
+    for (const subject of [Subjects.propose, Subjects.cancel, Subjects.ack]) await expectPublishAllowed("alice", subject)
+  })
+})
+
+// Replies travel to `_INBOX_<user>.`; no user but the kernel may listen under another's prefix.
+describe("reply inboxes", () => {
+  it.each([
+    ["alice", "_INBOX_agent-bob.>"],
+    ["alice", "_INBOX.>"],
+    ["agent", "_INBOX_witness.>"],
+    ["witness", "_INBOX_agent.>"],
+    ["auditor", "_INBOX_agent.>"],
+    ["tool", "_INBOX_agent.>"],
+    ["bob", ">"]
+  ] as const)("%s cannot subscribe to %s", async (role, subject) => {
+    const sub = conn(role).subscribe(subject)
+    await conn(role).flush()
+    await refused(role, "subscription", subject)
+    await expect(sub.closed).resolves.toBeInstanceOf(errors.PermissionViolationError)
+  })
+
+  it("a reply to an agent reaches only that agent's inbox", async () => {
+    const subject = `wk.v1.held.ack`
+    const responder = kernel().subscribe(subject, { max: 1, callback: (_e, m) => void m.respond(encoder.encode("private")) })
+    await kernel().flush()
+    const r = await conn("alice").request(subject, encoder.encode("{}"), { timeout: 3000 })
+    expect(r.string()).toBe("private")
+    responder.unsubscribe()
+  })
+})
+
 describe("auditor", () => {
   it("cannot publish to any wk subject: events, propose, attest", async () => {
     const subject = Subjects.events(`h_${token()}`)

@@ -10,7 +10,10 @@ export const Roles = {
   agent: { user: "agent", pass: "agent-dev" },
   witness: { user: "witness", pass: "witness-dev" },
   tool: { user: "tool", pass: "tool-dev" },
-  auditor: { user: "auditor", pass: "auditor-dev" }
+  auditor: { user: "auditor", pass: "auditor-dev" },
+  /** Agents confined to their own session namespace (`alice.*`, `bob.*`). */
+  alice: { user: "agent-alice", pass: "alice-dev" },
+  bob: { user: "agent-bob", pass: "bob-dev" }
 } as const
 
 export interface TestNats extends RunningNats {
