@@ -25,7 +25,8 @@ export class HostileWindows {
   constructor(
     private readonly root: WitnessClient,
     private readonly approver: WitnessClient,
-    private readonly base: Profile
+    private readonly base: Profile,
+    private readonly log: (line: string) => void = () => undefined
   ) {
     this.current = base
   }
@@ -34,15 +35,17 @@ export class HostileWindows {
   async open(k: number, deadline: number): Promise<string> {
     const { pin } = hostilePins[k % hostilePins.length]!
     const hostile: Profile = { ...this.current, plugins: [...(this.current.plugins ?? []), pin] }
-    await retrying(`pin ${pin.name}`, async () => {
-      const r = (await this.root.applyPolicy(hostile as never)) as Applied
+    const t0 = Date.now()
+    const r0 = await retrying(`pin ${pin.name}`, async () => {
+      const r = (await this.root.applyPolicy(hostile as never).catch((e) => { this.log(`pin ${pin.name}: ${String(e)}`); throw e })) as Applied
+      if (r.status !== 200) this.log(`pin ${pin.name}: ${JSON.stringify(r).slice(0, 300)}`)
       if (r.status === 200) return r
       if (r.status >= 400 && r.status < 500) throw new Error(`pin ${pin.name} refused: ${JSON.stringify(r)}`)
       return undefined
     }, deadline)
     this.current = hostile
     this.opened++
-    return pin.name
+    return `${pin.name} (${r0.attempts} attempts, ${Date.now() - t0} ms)`
   }
 
   /** Restores the base policy (plus a marker grant); a second admin approves the widening. */

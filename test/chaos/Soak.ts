@@ -128,7 +128,7 @@ export const runSoak = async (o: SoakOptions): Promise<SoakReport> => {
     const agentConns = await Promise.all(Array.from({ length: Math.min(o.agents, 4) }, () => conn("agent")))
     const agents = Array.from({ length: o.agents }, (_, i) => clientFor(agentConns[i % agentConns.length]!, i % 2 === 0 ? "agent:alice" : "agent:bob"))
     const carol = clientFor(witnessConn, "user:carol")
-    const windows = new HostileWindows(clientFor(kernelConn, "admin:root"), clientFor(witnessConn, "admin:ops"), profile)
+    const windows = new HostileWindows(clientFor(kernelConn, "admin:root"), clientFor(witnessConn, "admin:ops"), profile, o.log)
 
     // --- fault injector ---------------------------------------------------------------------
     const every = (meanMs: number, act: () => Promise<void>) => {

@@ -58,3 +58,30 @@ export const singleServer = async (): Promise<Topology> => {
     }
   }
 }
+
+/**
+ * A 3-node JetStream cluster on loopback (test/chaos/cluster/nats-cluster.conf), streams and
+ * buckets with 3 replicas, kernel `i` connected to node `i % 3`; a fault SIGKILLs one node in
+ * turn, keeps it down a while, restarts it and waits until every replica is current again.
+ */
+export const clusterTopology = async (): Promise<Topology> => {
+  const { startTestCluster } = await import("../support/TestCluster.js")
+  const cluster = await startTestCluster(3)
+  let next = 0
+  return {
+    name: "3-node JetStream cluster",
+    servers: cluster.servers,
+    kernelServers: (i) => cluster.nodes[i % cluster.nodes.length]!.servers,
+    replicas: 3,
+    fault: async () => {
+      const i = next++ % cluster.nodes.length
+      const t0 = Date.now()
+      await cluster.kill(i)
+      await new Promise((r) => setTimeout(r, 2000))
+      await cluster.restart(i)
+      await cluster.waitCurrent(["WK_EVENTS", "WK_WAKES", "WK_SESSIONS"], 60_000)
+      return `NATS node ${cluster.nodes[i]!.name} SIGKILLed, down 2 s, back and current after ${Date.now() - t0} ms`
+    },
+    dispose: () => cluster.dispose()
+  }
+}

@@ -3,7 +3,7 @@ import { join } from "node:path"
 import { parseArgs } from "node:util"
 import { repoRoot } from "../../runtime/cli/Paths.js"
 import { runSoak, type SoakReport } from "./Soak.js"
-import { singleServer, type Topology } from "./Topology.js"
+import { clusterTopology, singleServer, type Topology } from "./Topology.js"
 
 const usage = `npm run chaos -- [options]
 
@@ -57,7 +57,7 @@ const started = Date.now()
 const log = (line: string) => process.stderr.write(`[chaos +${((Date.now() - started) / 1000).toFixed(1)}s] ${line}\n`)
 
 const topology: Topology = parsed.cluster
-  ? (() => { throw new Error("--cluster: not wired yet") })()
+  ? await clusterTopology()
   : await singleServer()
 let report: SoakReport
 try {
