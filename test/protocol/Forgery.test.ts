@@ -129,4 +129,23 @@ describe("attestation forgery matrix", () => {
     expect(rejected).toHaveLength(3)
     expect(bank.effects).toBe(effects)
   })
+  it("a revoked witness is refused: removed from the registry (401), or stripped of its class (422); nothing runs", async () => {
+    const h = await propose()
+    const effects = bank.effects
+    const root = clientFor(kernelConn, "admin:root")
+    const { "user:erin": _erin, ...rest } = profile.principals!
+    const revoked = { ...profile, principals: { ...rest, "user:dave": { ...rest["user:dave"]!, classes: [] } } }
+    expect((await root.applyPolicy(revoked as never)).status).toBe(200)
+    const byErin = await send(signEnvelope({ ...approvalOf(h, "nonce-erin"), principal: "user:erin" }, devKeyPair("user:erin").secretKey))
+    expect(byErin).toMatchObject({ status: 401, error: { code: "unauthenticated" } })
+    const byDave = await send(signEnvelope({ ...approvalOf(h, "nonce-dave"), principal: "user:dave" }, devKeyPair("user:dave").secretKey))
+    expect(byDave).toMatchObject({ status: 422, disposition: "invalid" })
+    expect(byDave.reason).toContain("not registered with class 'human'")
+    await new Promise((r) => setTimeout(r, 300))
+    expect(bank.effects).toBe(effects)
+    // Erin's request wrote nothing; dave's is recorded as rejected.
+    const attestations = (await eventsOf(kernelConn, h.held_id)).filter((e) => e.type.startsWith("attestation."))
+    expect(attestations.map((e) => [e.type, (e as { witness?: string }).witness])).toEqual([["attestation.rejected", "user:dave"]])
+    expect((await alice.get(h.held_id)).held).toMatchObject({ lifecycle: "open", execution: "none" })
+  })
 })

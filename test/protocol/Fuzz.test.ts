@@ -77,6 +77,16 @@ describe("hostile input on every protocol subject", () => {
     await alice.nc.close()
   })
 
+  it.each(subjects)("%s: an oversized request (over 1 MiB, under the server's 2 MB) is a 400 naming the limit, no event", async (subject) => {
+    const before = await eventCount(conn)
+    const big = signEnvelope({ op: ops[subject] ?? "x", principal: "agent:alice", session_id: "s-fuzz", turn_id: "t", call_id: "big", tool: "money_transfer", args: { blob: "x".repeat(1_100_000) } }, key)
+    const r = await send(subject, new TextEncoder().encode(JSON.stringify(big)))
+    expect(r.status).toBe(400)
+    expect(r.error?.code).toBe("invalid_request")
+    expect(r.error?.message).toContain("limit")
+    expect(await eventCount(conn)).toBe(before)
+  })
+
   it("a replayed signed request is the same request: one held call, no second effect", async () => {
     const body = new TextEncoder().encode(JSON.stringify(signEnvelope({ op: "propose", principal: "agent:alice", session_id: "s-fuzz", turn_id: "t", call_id: "replay", tool: "money_transfer", args: { from: "rp", to: "b", amount: 5 } }, key)))
     const replies = await Promise.all(Array.from({ length: 10 }, () => send(Subjects.propose, body)))
