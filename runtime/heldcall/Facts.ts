@@ -54,3 +54,16 @@ export const currentEvidence = (facts: HeldCallFacts): ReadonlyArray<Evidence> =
 /** True while no effect can have happened: cancel and edits are still allowed. */
 export const beforeDispatch = (facts: HeldCallFacts): boolean =>
   facts.lifecycle === "open" && (facts.execution === "none" || facts.execution === "leased")
+
+/**
+ * A completed call with nothing left to do, ever: the effect is recorded, the result admitted
+ * (or quarantined), no delivery is owed (none was, or it was acknowledged) and a nested call has
+ * reported to its parent. No later event can give it work (an end is final, an edit after
+ * dispatch is refused), so facts from any prefix of its log that are settled stay settled.
+ */
+export const settled = (f: HeldCallFacts): boolean =>
+  f.lifecycle === "completed" &&
+  f.execution === "effect-recorded" &&
+  f.result_admission !== "pending" &&
+  (f.continuation_delivery === "none" || f.continuation_delivery === "acknowledged") &&
+  (f.spec?.parent_held_id === undefined || f.parent_reported === true)

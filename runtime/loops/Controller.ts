@@ -3,6 +3,8 @@ import { AckPolicy, DeliverPolicy, type JsMsg } from "@nats-io/jetstream"
 import { Nats } from "../ledger/Nats.js"
 import { LedgerError } from "../ledger/LedgerError.js"
 import { Streams } from "../schema/Subjects.js"
+import { HeldCallStore } from "../ledger/HeldCallStore.js"
+import { settled } from "../heldcall/Facts.js"
 import { Driver } from "./Driver.js"
 
 /** The durable consumer every kernel process shares: each wake is handled by one of them. */
@@ -19,6 +21,7 @@ export const runController = (opts: { readonly concurrency?: number; readonly ac
   Effect.gen(function* () {
     const { js, jsm } = yield* Nats
     const driver = yield* Driver
+    const store = yield* HeldCallStore
     const ackWaitMs = opts.ackWaitMs ?? 5_000
     yield* Effect.tryPromise({
       try: async () => {
@@ -50,6 +53,10 @@ export const runController = (opts: { readonly concurrency?: number; readonly ac
     const handle = (msg: JsMsg) =>
       Effect.gen(function* () {
         const heldId = msg.subject.slice(WakesPrefix.length)
+        // The wake an ALLOW call wrote before its dispatch, consumed after this process finished
+        // the call: its facts (durable appends) are settled, so no drive or read can find work.
+        const cached = store.peek(heldId)
+        if (cached !== undefined && settled(cached.facts)) return msg.ack()
         const keepAlive = setInterval(() => msg.working(), Math.max(500, ackWaitMs / 2))
         const r = yield* driver.drive(heldId, "fresh").pipe(Effect.either, Effect.ensuring(Effect.sync(() => clearInterval(keepAlive))))
         if (r._tag === "Left") return msg.nak(1000)
