@@ -1,4 +1,4 @@
-import { Effect, Schema } from "effect"
+import { type Context, Effect, Schema } from "effect"
 import { HeldEvent, type SequencedEvent } from "../schema/Events.js"
 import { Streams, Subjects } from "../schema/Subjects.js"
 import { AppendConflict, LedgerError, isWrongLastSequence } from "./LedgerError.js"
@@ -14,21 +14,42 @@ const decodeEvent = Schema.decodeUnknownSync(HeldEvent)
  * caller's view of the call is then behind.
  */
 export const appendEvent = (event: HeldEvent, expectedLastSeq: number) =>
-  Effect.gen(function* () {
-    const { js } = yield* Nats
-    const ack = yield* Effect.tryPromise({
-      try: () =>
-        js.publish(Subjects.events(event.held_id), encoder.encode(JSON.stringify(event)), {
-          msgID: event.event_id,
-          expect: { lastSubjectSequence: expectedLastSeq }
-        }),
-      catch: (cause) =>
-        isWrongLastSequence(cause)
-          ? new AppendConflict({ heldId: event.held_id, expected: expectedLastSeq })
-          : new LedgerError({ operation: "append", message: String(cause), cause })
-    })
-    if (ack.duplicate) return yield* new AppendConflict({ heldId: event.held_id, expected: expectedLastSeq })
-    return ack.seq
+  Effect.flatMap(Nats, (nats) => appendEvents(nats, [event], expectedLastSeq, () => undefined))
+
+/**
+ * Appends `events` one after the other, each on the sequence the previous one got (each is
+ * CAS'd; an append never starts before the previous ack, so the subject's order is the given
+ * order). `appended` sees each stored event with its sequence. One promise loop, not one fiber
+ * step per event: this is the hot path of every call. Returns the last sequence.
+ */
+export const appendEvents = (
+  nats: Context.Tag.Service<typeof Nats>,
+  events: ReadonlyArray<HeldEvent>,
+  expectedLastSeq: number,
+  appended: (seq: number, event: HeldEvent) => void
+): Effect.Effect<number, AppendConflict | LedgerError> =>
+  Effect.async<number, AppendConflict | LedgerError>((resume) => {
+    let expected = expectedLastSeq
+    const run = async () => {
+      for (const event of events) {
+        let ack
+        try {
+          ack = await nats.publish(Subjects.events(event.held_id), encoder.encode(JSON.stringify(event)), { msgID: event.event_id, lastSubjectSequence: expected })
+        } catch (cause) {
+          return resume(
+            isWrongLastSequence(cause)
+              ? Effect.fail(new AppendConflict({ heldId: event.held_id, expected }))
+              : Effect.fail(new LedgerError({ operation: "append", message: String(cause), cause }))
+          )
+        }
+        // A duplicate means the caller's view of the call is behind.
+        if (ack.duplicate) return resume(Effect.fail(new AppendConflict({ heldId: event.held_id, expected })))
+        appended(ack.seq, event)
+        expected = ack.seq
+      }
+      resume(Effect.succeed(expected))
+    }
+    void run()
   })
 
 /** Reads every event of one held call after stream sequence `afterSeq`, in order. */

@@ -3,7 +3,7 @@ import type { HeldEvent } from "../schema/Events.js"
 import type { HeldCallFacts } from "../schema/Facts.js"
 import { evolve, reduce } from "../heldcall/Reducer.js"
 import { initialFacts } from "../heldcall/Facts.js"
-import { appendEvent, readEventsAfter } from "./EventLog.js"
+import { appendEvents, readEventsAfter } from "./EventLog.js"
 import { type AppendConflict, type LedgerError } from "./LedgerError.js"
 import { Nats } from "./Nats.js"
 import { readProjection, writeProjection } from "./Projection.js"
@@ -86,10 +86,9 @@ export const makeHeldCallStore = Effect.gen(function* () {
     Effect.gen(function* () {
       if (events.length === 0) return loaded
       let facts = loaded.facts
-      for (const event of events) {
-        const seq = yield* appendEvent(event, facts.last_seq)
+      yield* appendEvents(nats, events, facts.last_seq, (seq, event) => {
         facts = evolve(facts, { seq, event })
-      }
+      })
       return remember({ facts, revision: loaded.revision })
     }).pipe(
       Effect.tapError(() => Effect.sync(() => recent.delete(loaded.facts.held_id))),

@@ -1,5 +1,5 @@
 import { Context, Effect, Layer } from "effect"
-import { connect, type NatsConnection } from "@nats-io/transport-node"
+import { connect, createInbox, headers as natsHeaders, type NatsConnection } from "@nats-io/transport-node"
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream"
 import { Kvm, type KV } from "@nats-io/kv"
 import { LedgerError } from "./LedgerError.js"
@@ -14,6 +14,93 @@ export interface NatsOptions {
   readonly name?: string
 }
 
+/** A JetStream publish acknowledgement. */
+export interface PubAck {
+  readonly stream: string
+  readonly seq: number
+  readonly duplicate: boolean
+}
+
+/** A JetStream publish that was refused (`code`: the API error code, e.g. 10071) or not answered. */
+export class PublishError extends Error {
+  constructor(message: string, readonly code?: number) {
+    super(message)
+    this.name = "PublishError"
+  }
+}
+
+export interface PublishOptions {
+  /** `Nats-Msg-Id`: the stream stores one message per id within its duplicate window. */
+  readonly msgID?: string
+  /** `Nats-Expected-Last-Subject-Sequence`: stored only if the subject's last sequence is this. */
+  readonly lastSubjectSequence?: number
+}
+
+/**
+ * JetStream publish awaiting its ack, the same wire exchange as `js.publish` (headers, reply
+ * subject, PubAck or API error), over one wildcard reply subscription and one timeout sweep. It
+ * skips the per-request machinery of nats.js (a timer, a deferred and an `Error` built for every
+ * request, resolved or not), which the kernel paid on every append of the hot path.
+ */
+const makePublisher = (nc: NatsConnection, timeoutMs: number) => {
+  const prefix = `${createInbox()}.`
+  const decoder = new TextDecoder()
+  interface Waiting {
+    readonly resolve: (a: PubAck) => void
+    readonly reject: (e: unknown) => void
+    readonly deadline: number
+  }
+  const waiting = new Map<number, Waiting>()
+  let next = 0
+  nc.subscribe(`${prefix}*`, {
+    callback: (err, msg) => {
+      if (err !== null) return // the connection is closing: the sweep fails what is pending
+      const id = Number(msg.subject.slice(prefix.length))
+      const w = waiting.get(id)
+      if (w === undefined) return
+      waiting.delete(id)
+      const h = msg.headers
+      if (msg.data.length === 0 && h !== undefined && h.hasError) {
+        return w.reject(new PublishError(h.code === 503 ? "no responders: JetStream is not available for this subject" : `JetStream publish failed: ${h.status}`))
+      }
+      try {
+        const r = JSON.parse(decoder.decode(msg.data)) as { stream?: string; seq?: number; duplicate?: boolean; error?: { code?: number; err_code?: number; description?: string } }
+        if (r.error !== undefined) return w.reject(new PublishError(r.error.description ?? `JetStream error ${r.error.code}`, r.error.err_code))
+        if (typeof r.stream !== "string" || r.stream === "" || typeof r.seq !== "number") return w.reject(new PublishError("invalid ack response"))
+        w.resolve({ stream: r.stream, seq: r.seq, duplicate: r.duplicate === true })
+      } catch (e) {
+        w.reject(e)
+      }
+    }
+  })
+  const sweep = setInterval(() => {
+    if (waiting.size === 0) return
+    const now = Date.now()
+    const closed = nc.isClosed()
+    for (const [id, w] of waiting) {
+      if (closed || w.deadline <= now) {
+        waiting.delete(id)
+        w.reject(new PublishError(closed ? "connection closed" : `JetStream publish timed out after ${timeoutMs} ms`))
+      }
+    }
+  }, Math.min(100, timeoutMs))
+  sweep.unref()
+  return (subject: string, data: Uint8Array, opts: PublishOptions = {}): Promise<PubAck> =>
+    new Promise<PubAck>((resolve, reject) => {
+      const id = ++next
+      const h = natsHeaders()
+      if (opts.msgID !== undefined) h.set("Nats-Msg-Id", opts.msgID)
+      if (opts.lastSubjectSequence !== undefined) h.set("Nats-Expected-Last-Subject-Sequence", String(opts.lastSubjectSequence))
+      waiting.set(id, { resolve, reject, deadline: Date.now() + timeoutMs })
+      try {
+        nc.publish(subject, data, { reply: prefix + id, headers: h })
+      } catch (e) {
+        waiting.delete(id)
+        reject(e)
+      }
+    })
+}
+
 /** One NATS connection with its JetStream and KV handles. */
 export class Nats extends Context.Tag("wk/Nats")<
   Nats,
@@ -24,6 +111,8 @@ export class Nats extends Context.Tag("wk/Nats")<
     readonly kvm: Kvm
     /** An opened KV bucket, opened once per connection. */
     readonly kv: (bucket: string) => Promise<KV>
+    /** JetStream publish awaiting the ack (see `makePublisher`); rejects with `PublishError`. */
+    readonly publish: (subject: string, data: Uint8Array, opts?: PublishOptions) => Promise<PubAck>
   }
 >() {}
 
@@ -74,7 +163,7 @@ export const makeNats = (opts: NatsOptions) =>
           }
           return p
         }
-        return { nc, js: jetstream(nc), jsm, kvm, kv }
+        return { nc, js: jetstream(nc), jsm, kvm, kv, publish: makePublisher(nc, 5_000) }
       },
       catch: (cause) => new LedgerError({ operation: "connect", message: `cannot connect to NATS at ${opts.servers}: ${String(cause)}`, cause })
     }),

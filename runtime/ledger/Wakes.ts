@@ -9,11 +9,13 @@ import { Nats } from "./Nats.js"
  * enables work. `WK_WAKES` keeps at most one wake per call; the controller consumes it and
  * either acks (nothing left to do) or asks for it again after the reconciler's delay.
  */
+const Empty = new Uint8Array(0)
+
 export const wake = (heldId: string) =>
   Effect.gen(function* () {
-    const { js } = yield* Nats
+    const { publish } = yield* Nats
     yield* Effect.tryPromise({
-      try: () => js.publish(Subjects.wake(heldId), new Uint8Array(0)),
+      try: () => publish(Subjects.wake(heldId), Empty),
       catch: (cause) => new LedgerError({ operation: `wake ${heldId}`, message: String(cause), cause })
     })
   })

@@ -38,12 +38,12 @@ export const deliveryOf = (f: HeldCallFacts) => {
 export const deliver = (loaded: Loaded) =>
   Effect.gen(function* () {
     const store = yield* HeldCallStore
-    const { js } = yield* Nats
+    const { publish } = yield* Nats
     const f = loaded.facts
     const attempt = f.delivery_attempts + 1
     const body = deliveryOf(f)
     yield* Effect.tryPromise({
-      try: () => js.publish(Subjects.sessionResults(f.spec!.session_id), new TextEncoder().encode(JSON.stringify(body)), { msgID: `${body.delivery_id}:${attempt}` }),
+      try: () => publish(Subjects.sessionResults(f.spec!.session_id), new TextEncoder().encode(JSON.stringify(body)), { msgID: `${body.delivery_id}:${attempt}` }),
       catch: (cause) => new LedgerError({ operation: "publish delivery", message: String(cause), cause })
     })
     yield* store.append(loaded, [
