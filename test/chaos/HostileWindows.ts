@@ -21,6 +21,13 @@ type Applied = { status: number; held_id?: string; policy_epoch?: number; error?
 export class HostileWindows {
   opened = 0
   private current: Profile
+  private readonly said = new Set<string>()
+  /** Logs a retry's cause once (NATS or every kernel may be down for seconds). */
+  private once(line: string): void {
+    if (this.said.has(line)) return
+    this.said.add(line)
+    this.log(`${line} (retrying)`)
+  }
 
   constructor(
     private readonly root: WitnessClient,
@@ -37,8 +44,8 @@ export class HostileWindows {
     const hostile: Profile = { ...this.current, plugins: [...(this.current.plugins ?? []), pin] }
     const t0 = Date.now()
     const r0 = await retrying(`pin ${pin.name}`, async () => {
-      const r = (await this.root.applyPolicy(hostile as never).catch((e) => { this.log(`pin ${pin.name}: ${String(e)}`); throw e })) as Applied
-      if (r.status !== 200) this.log(`pin ${pin.name}: ${JSON.stringify(r).slice(0, 300)}`)
+      const r = (await this.root.applyPolicy(hostile as never).catch((e) => { this.once(`pin ${pin.name}: ${String(e)}`); throw e })) as Applied
+      if (r.status !== 200) this.once(`pin ${pin.name}: ${JSON.stringify(r).slice(0, 300)}`)
       if (r.status === 200) return r
       if (r.status >= 400 && r.status < 500) throw new Error(`pin ${pin.name} refused: ${JSON.stringify(r)}`)
       return undefined

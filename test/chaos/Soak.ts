@@ -5,7 +5,9 @@ import type { Delivery, WitnessClient } from "../../runtime/client/Client.js"
 import { replayOver } from "../../runtime/audit/Replay.js"
 import { natsOptionsFromUrl } from "../../runtime/ledger/Nats.js"
 import type { AuditReport } from "../../runtime/audit/AuditReport.js"
-import { clientFor, testProfile } from "../support/Principals.js"
+import { WitnessClient as Client } from "../../runtime/client/Client.js"
+import { devKeyPair } from "../../runtime/client/DevKeys.js"
+import { testProfile } from "../support/Principals.js"
 import { Roles } from "../support/TestNats.js"
 import { inboxPrefixOf } from "../../runtime/schema/Subjects.js"
 import { profileDir } from "../support/KernelProcess.js"
@@ -66,6 +68,9 @@ export interface SoakReport {
   readonly audit: { readonly ok: boolean; readonly held_calls: number; readonly events: number; readonly failed_checks: ReadonlyArray<string> }
   readonly problems: ReadonlyArray<string>
 }
+
+/** A client that gives up on one request after 5 s and sends it again (the kernel may have died holding it). */
+const clientFor = (nc: NatsConnection, principal: string): WitnessClient => Client.over(nc, { principal, secretKey: devKeyPair(principal).secretKey, timeoutMs: 5000 })
 
 const connectRole = (servers: string, role: keyof typeof Roles): Promise<NatsConnection> =>
   connect({ servers: servers.split(","), ...Roles[role], name: `chaos ${role}`, inboxPrefix: inboxPrefixOf(Roles[role].user)!, maxReconnectAttempts: -1, reconnectTimeWait: 250, noAsyncTraces: true })

@@ -15,8 +15,8 @@ The soak with faults (loopback only, bounded in time and count). Options:
   --kill-every MS        mean time between random kernel SIGKILLs (default 4000; 0: none)
   --kill-after-effect N  SIGKILL every kernel right after every Nth effect, before it is recorded (default 7; 0: never)
   --nats-every MS        mean time between NATS faults (default 15000; 0: none)
-  --hostile-every MS     mean time between hostile-plugin windows (default 12000; 0: none)
-  --hostile-for MS       how long each hostile plugin stays pinned (default 1500)
+  --hostile-every MS     mean time between hostile-plugin windows (default 30000; 0: none)
+  --hostile-for MS       how long each hostile plugin stays pinned (default 1000)
   --cluster              a 3-node NATS JetStream cluster instead of one server
   --deadline S           hard bound on the run in seconds (default 900)
   --seed N               the mix of calls and faults (default: from the clock)
@@ -70,8 +70,8 @@ try {
     kernelKillEveryMs: int("kill-every", parsed["kill-every"], 4000),
     killAfterEffectEvery: int("kill-after-effect", parsed["kill-after-effect"], 7),
     natsFaultEveryMs: int("nats-every", parsed["nats-every"], 15_000),
-    hostileEveryMs: int("hostile-every", parsed["hostile-every"], 12_000),
-    hostileWindowMs: int("hostile-for", parsed["hostile-for"], 1500),
+    hostileEveryMs: int("hostile-every", parsed["hostile-every"], 30_000),
+    hostileWindowMs: int("hostile-for", parsed["hostile-for"], 1000),
     deadlineMs: int("deadline", parsed.deadline, 900) * 1000,
     seed: int("seed", parsed.seed, Date.now() % 2 ** 31),
     log
