@@ -53,10 +53,13 @@ export const writeProjection = (facts: HeldCallFacts, revision: number) =>
       try: async (): Promise<number> => {
         const kv = await nats.kv(Buckets.facts)
         const data = encoder.encode(JSON.stringify(facts))
+        const subject = `$KV.${Buckets.facts}.${facts.held_id}`
         let rev = revision
         for (let i = 0; i < 8; i++) {
           try {
-            return rev === 0 ? await kv.create(facts.held_id, data) : await kv.update(facts.held_id, data, rev)
+            // kv.create / kv.update on the wire (the key's subject, CAS on its last revision), through
+            // the connection's lean publisher; a deleted key's marker is handled below like any revision.
+            return (await nats.publish(subject, data, { lastSubjectSequence: rev })).seq
           } catch (e) {
             if (!isWrongLastSequence(e)) throw e
             const cur = await kv.get(facts.held_id)
