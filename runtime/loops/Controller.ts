@@ -53,10 +53,6 @@ export const runController = (opts: { readonly concurrency?: number; readonly ac
     const handle = (msg: JsMsg) =>
       Effect.gen(function* () {
         const heldId = msg.subject.slice(WakesPrefix.length)
-        // The wake an ALLOW call wrote before its dispatch, consumed after this process finished
-        // the call: its facts (durable appends) are settled, so no drive or read can find work.
-        const cached = store.peek(heldId)
-        if (cached !== undefined && settled(cached.facts)) return msg.ack()
         const keepAlive = setInterval(() => msg.working(), Math.max(500, ackWaitMs / 2))
         const r = yield* driver.drive(heldId, "fresh").pipe(Effect.either, Effect.ensuring(Effect.sync(() => clearInterval(keepAlive))))
         if (r._tag === "Left") return msg.nak(1000)
@@ -65,6 +61,14 @@ export const runController = (opts: { readonly concurrency?: number; readonly ac
 
     void (async () => {
       for await (const msg of messages) {
+        // The wake an ALLOW call wrote before its dispatch, consumed after this process finished
+        // the call: its facts (durable appends) are settled, so no drive or read can find work.
+        // Acked here, before any fiber is started for it.
+        const cached = store.peek(msg.subject.slice(WakesPrefix.length))
+        if (cached !== undefined && settled(cached.facts)) {
+          msg.ack()
+          continue
+        }
         await Effect.runPromise(semaphore.take(1))
         void Effect.runPromise(
           handle(msg).pipe(
