@@ -42,8 +42,9 @@ export interface PublishOptions {
  * skips the per-request machinery of nats.js (a timer, a deferred and an `Error` built for every
  * request, resolved or not), which the kernel paid on every append of the hot path.
  */
-const makePublisher = (nc: NatsConnection, timeoutMs: number) => {
-  const prefix = `${createInbox()}.`
+const makePublisher = (nc: NatsConnection, timeoutMs: number, inboxPrefix: string | undefined) => {
+  // Under the connection's own inbox prefix: nats.conf lets a user listen only there.
+  const prefix = `${createInbox(inboxPrefix)}.`
   const decoder = new TextDecoder()
   interface Waiting {
     readonly resolve: (a: PubAck) => void
@@ -163,7 +164,7 @@ export const makeNats = (opts: NatsOptions) =>
           }
           return p
         }
-        return { nc, js: jetstream(nc), jsm, kvm, kv, publish: makePublisher(nc, 5_000) }
+        return { nc, js: jetstream(nc), jsm, kvm, kv, publish: makePublisher(nc, 5_000, inboxPrefix) }
       },
       catch: (cause) => new LedgerError({ operation: "connect", message: `cannot connect to NATS at ${opts.servers}: ${String(cause)}`, cause })
     }),

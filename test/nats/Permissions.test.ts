@@ -3,7 +3,7 @@ import { Effect } from "effect"
 import { errors, type NatsConnection, type Subscription } from "@nats-io/transport-node"
 import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream"
 import { Kvm } from "@nats-io/kv"
-import { layerNats, natsOptionsFromUrl } from "../../runtime/ledger/Nats.js"
+import { layerNats, Nats, natsOptionsFromUrl } from "../../runtime/ledger/Nats.js"
 import { provision } from "../../runtime/ledger/Provision.js"
 import { ControllerConsumer } from "../../runtime/loops/Controller.js"
 import { Buckets, Streams, Subjects } from "../../runtime/schema/Subjects.js"
@@ -289,6 +289,24 @@ describe("reply inboxes", () => {
 })
 
 describe("auditor", () => {
+  it("the kernel's connection layer, used with auditor credentials (audit replay), listens only where the auditor may", async () => {
+    const seen = await Effect.runPromise(
+      Effect.scoped(
+        Effect.gen(function* () {
+          const { nc } = yield* Nats
+          const errs: Array<unknown> = []
+          void (async () => {
+            for await (const s of nc.status()) if (s.type === "error") errs.push(s.error)
+          })()
+          yield* Effect.promise(() => nc.flush())
+          yield* Effect.sleep("300 millis")
+          return errs
+        }).pipe(Effect.provide(layerNats({ servers, ...Roles.auditor, name: "perm-auditor-layer" })))
+      )
+    )
+    expect(seen).toEqual([])
+  })
+
   it("cannot publish to any wk subject: events, propose, attest", async () => {
     const subject = Subjects.events(`h_${token()}`)
     await expectPublishRefused("auditor", subject)
