@@ -6,11 +6,12 @@ import { admittedWitnesses } from "../heldcall/Reconciler.js"
 import { classesOf } from "../policy/ActivePolicy.js"
 import { eventOf } from "../loops/Actions.js"
 import type { Ancestor } from "../schema/HeldCallSpec.js"
-import type { CallDenied, CallProposed, DependencyAdded, DependencyRefused, HeldEvent } from "../schema/Events.js"
+import type { CallDenied, DependencyAdded, DependencyRefused, HeldEvent } from "../schema/Events.js"
 import type { HeldCallFacts } from "../schema/Facts.js"
 import type { ProposePayload } from "../schema/Requests.js"
 import { conflict, forbidden, notFound, unavailable, type Reply } from "./Replies.js"
 import type { Signed } from "./Request.js"
+import { proposedEvent } from "./internal/proposedEvent.js"
 
 /** How a proposal with `parent_held_id` attaches to its parent. */
 export type Attached =
@@ -106,27 +107,10 @@ export const attach = (childId: string, digest: string, req: Signed<ProposePaylo
 const recordRefusedChild = (childId: string, digest: string, req: Signed<ProposePayload>, reason: string) =>
   Effect.gen(function* () {
     const store = yield* HeldCallStore
-    const p = req.payload
-    const now = new Date().toISOString()
-    const base = { held_id: childId, generation: 1, at: now }
-    const proposed = eventOf<typeof CallProposed.Type>({
-      ...base,
-      type: "call.proposed",
-      event_id: `call.proposed:${childId}:g1`,
-      principal: p.principal,
-      session_id: p.session_id,
-      turn_id: p.turn_id,
-      call_id: p.call_id,
-      tool: p.tool,
-      args: p.args,
-      call_digest: digest,
-      ...(p.continuation_ref !== undefined ? { continuation_ref: p.continuation_ref } : {}),
-      idempotency_key: `${childId}:g1`,
-      created_at: now,
-      expires_at: now,
-      parent_held_id: p.parent_held_id!,
-      envelope: req.envelope
-    })
+    const now = Date.now()
+    // Recorded already ended: it expires as it is proposed.
+    const proposed = proposedEvent({ heldId: childId, generation: 1, req, digest, now, expiresAt: now, parent: { parent_held_id: req.payload.parent_held_id! } })
+    const base = { held_id: childId, generation: 1, at: proposed.at }
     const denied = eventOf<typeof CallDenied.Type>({ ...base, type: "call.denied", event_id: `call.denied:${childId}:g1`, reasons: [{ by: "kernel", reason }] })
     yield* store.serialized(
       childId,

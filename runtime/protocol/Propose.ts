@@ -4,9 +4,7 @@ import { Driver } from "../loops/Driver.js"
 import { KernelConfig } from "../KernelConfig.js"
 import { beforeDispatch, initialFacts } from "../heldcall/Facts.js"
 import { callDigest, heldIdOf } from "../schema/Canonical.js"
-import type { CallProposed } from "../schema/Events.js"
 import { ProposePayload } from "../schema/Requests.js"
-import { eventOf } from "../loops/Actions.js"
 import { wake } from "../ledger/Wakes.js"
 import { effectivePreferences, layerPreferences, wideningsOf } from "../policy/Preferences.js"
 import type { Preferences } from "../schema/Preferences.js"
@@ -15,6 +13,7 @@ import { awaitEnd } from "./AwaitEnd.js"
 import { conflict, invalidRequest, proposeReply, unavailable, type Reply } from "./Replies.js"
 import { signedRequest, type Signed } from "./Request.js"
 import { attach } from "./Dependency.js"
+import { proposedEvent } from "./internal/proposedEvent.js"
 import type { Ancestor } from "../schema/HeldCallSpec.js"
 
 /**
@@ -115,27 +114,7 @@ export const record = (heldId: string, req: Signed<ProposePayload>, prefs: Prefe
           const now = Date.now()
           // A nested call never outlives the call it serves.
           const ttl = Math.min(req.policy.heldTtlMs, prefs.expires_in_ms ?? Number.POSITIVE_INFINITY, edge === undefined ? Number.POSITIVE_INFINITY : Math.max(0, Date.parse(edge.parent_expires_at) - now))
-          const event = eventOf<typeof CallProposed.Type>({
-            type: "call.proposed",
-            event_id: `call.proposed:${heldId}:g${generation}`,
-            held_id: heldId,
-            generation,
-            principal: p.principal,
-            session_id: p.session_id,
-            turn_id: p.turn_id,
-            call_id: p.call_id,
-            tool: p.tool,
-            args: p.args,
-            call_digest: digest,
-            ...(p.continuation_ref !== undefined ? { continuation_ref: p.continuation_ref } : {}),
-            ...(p.preferences !== undefined ? { preferences: p.preferences } : {}),
-            ...(edge !== undefined ? { parent_held_id: edge.parent_held_id, ancestors: edge.ancestors } : {}),
-            idempotency_key: `${heldId}:g${generation}`,
-            created_at: new Date(now).toISOString(),
-            expires_at: new Date(now + ttl).toISOString(),
-            envelope: req.envelope,
-            at: new Date(now).toISOString()
-          })
+          const event = proposedEvent({ heldId, generation, req, digest, now, expiresAt: now + ttl, ...(edge !== undefined ? { parent: edge } : {}) })
           const r = yield* store.append(loaded, [event]).pipe(Effect.either)
           if (r._tag === "Right") return "ok" as const
           if (r.left._tag !== "AppendConflict") return yield* r.left
