@@ -1,5 +1,4 @@
-import { Effect, Runtime } from "effect"
-import type { Msg } from "@nats-io/transport-node"
+import { Effect } from "effect"
 import { Nats } from "../ledger/Nats.js"
 import type { HeldCallStore } from "../ledger/HeldCallStore.js"
 import type { Driver } from "../loops/Driver.js"
@@ -7,10 +6,9 @@ import { PolicyStore } from "../policy/PolicyStore.js"
 import { classifyChange, holdsProfile, PolicyApplyTool } from "../policy/PolicyChange.js"
 import { Buckets, Subjects } from "../schema/Subjects.js"
 import { announceEpoch } from "./PolicyApply.js"
-import { QueueGroup } from "./Service.js"
+import { serveRequests } from "./internal/serveRequests.js"
 
 type Deps = Nats | PolicyStore | HeldCallStore | Driver
-const encoder = new TextEncoder()
 /** Where an applied change is remembered under its idempotency key (read-back; at most one epoch bump). */
 const appliedKey = (idempotencyKey: string) => `applied.${idempotencyKey.replace(/[^A-Za-z0-9_-]/g, "_")}`
 
@@ -22,13 +20,6 @@ const appliedKey = (idempotencyKey: string) => `applied.${idempotencyKey.replace
 export const servePolicyApplyTool = Effect.gen(function* () {
   const { nc, kv } = yield* Nats
   const runtime = yield* Effect.runtime<Deps>()
-  const respond = (msg: Msg, body: unknown) => {
-    try {
-      msg.respond(encoder.encode(JSON.stringify(body)))
-    } catch {
-      // The executor is gone; read-back answers it later.
-    }
-  }
   const invoke = (req: { idempotency_key?: unknown; args?: { profile?: unknown } }) =>
     Effect.gen(function* () {
       const key = typeof req.idempotency_key === "string" ? req.idempotency_key : ""
@@ -55,19 +46,19 @@ export const servePolicyApplyTool = Effect.gen(function* () {
       return done !== null && done.operation === "PUT" ? { applied: true, result: done.json<unknown>() } : { applied: false }
     })
   const serve = (subject: string, handler: (req: Record<string, unknown>) => Effect.Effect<unknown, unknown, Deps>) =>
-    nc.subscribe(subject, {
-      queue: QueueGroup,
-      callback: (err, msg) => {
-        if (err !== null) return
-        let req: Record<string, unknown> = {}
-        try {
-          req = msg.json<Record<string, unknown>>()
-        } catch {
-          return respond(msg, { ok: false, error: "request is not JSON" })
-        }
-        void Runtime.runPromise(runtime)(handler(req).pipe(Effect.catchAllCause((c) => Effect.succeed({ ok: false, error: `policy apply failed: ${String(c)}` })))).then((r) => respond(msg, r))
-      }
-    })
+    serveRequests(
+      nc,
+      runtime,
+      subject,
+      (msg) =>
+        Effect.try(() => msg.json<Record<string, unknown>>()).pipe(
+          Effect.matchEffect({
+            onFailure: () => Effect.succeed({ ok: false, error: "request is not JSON" }),
+            onSuccess: (req) => handler(req).pipe(Effect.catchAllCause((c) => Effect.succeed({ ok: false, error: `policy apply failed: ${String(c)}` })))
+          })
+        ),
+      (c) => ({ ok: false, error: `policy apply failed: ${String(c)}` })
+    )
   const subs = [serve(Subjects.toolInvoke(PolicyApplyTool), invoke), serve(Subjects.toolReadback(PolicyApplyTool), readback)]
   yield* Effect.addFinalizer(() => Effect.sync(() => subs.forEach((s) => s.unsubscribe())))
 })

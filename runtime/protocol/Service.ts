@@ -1,5 +1,5 @@
-import { Cause, Effect, Runtime } from "effect"
-import type { Msg, Subscription } from "@nats-io/transport-node"
+import { Cause, Effect } from "effect"
+import type { Subscription } from "@nats-io/transport-node"
 import { Nats } from "../ledger/Nats.js"
 import type { HeldCallStore } from "../ledger/HeldCallStore.js"
 import type { PolicyStore } from "../policy/PolicyStore.js"
@@ -14,9 +14,8 @@ import { policyApply } from "./PolicyApply.js"
 import { propose } from "./Propose.js"
 import { unavailable, type Reply } from "./Replies.js"
 import type { Rejected } from "./Request.js"
+import { serveRequests } from "./internal/serveRequests.js"
 
-/** Queue group shared by every kernel process: each request is answered by one of them. */
-export const QueueGroup = "wk-kernel"
 
 type Deps = Nats | HeldCallStore | PolicyStore | Driver | KernelConfig
 type Handler = (data: Uint8Array) => Effect.Effect<Reply, Rejected | { readonly _tag: "LedgerError"; readonly message: string }, Deps>
@@ -28,7 +27,6 @@ type Handler = (data: Uint8Array) => Effect.Effect<Reply, Rejected | { readonly 
 export const serveProtocol = Effect.gen(function* () {
   const { nc } = yield* Nats
   const runtime = yield* Effect.runtime<Deps>()
-  const encoder = new TextEncoder()
   const routes: ReadonlyArray<readonly [string, Handler]> = [
     [Subjects.propose, propose],
     [Subjects.get, get],
@@ -37,34 +35,17 @@ export const serveProtocol = Effect.gen(function* () {
     [Subjects.ack, ack],
     [Subjects.policyApply, policyApply]
   ]
-  const subs: Array<Subscription> = []
-  const respond = (msg: Msg, reply: Reply) => {
-    try {
-      msg.respond(encoder.encode(JSON.stringify(reply)))
-    } catch {
-      // The requester is gone; the durable record already holds the outcome.
-    }
-  }
-  for (const [subject, handler] of routes) {
-    subs.push(
-      nc.subscribe(subject, {
-        queue: QueueGroup,
-        callback: (err, msg) => {
-          if (err !== null) return
-          Runtime.runPromiseExit(runtime)(
-            handler(msg.data).pipe(
-              Effect.catchAll((e) => Effect.succeed(e._tag === "Rejected" ? e.reply : unavailable(`${e._tag}: ${e.message}`)))
-            )
-          ).then((exit) => {
-            if (exit._tag === "Success") respond(msg, exit.value)
-            else {
-              console.error(`wk: ${subject} failed:`, Cause.pretty(exit.cause))
-              respond(msg, { status: 500, error: { code: "internal", message: "the kernel failed on this request; it was not applied" } })
-            }
-          })
-        }
-      })
+  const subs: Array<Subscription> = routes.map(([subject, handler]) =>
+    serveRequests(
+      nc,
+      runtime,
+      subject,
+      (msg) => handler(msg.data).pipe(Effect.catchAll((e) => Effect.succeed(e._tag === "Rejected" ? e.reply : unavailable(`${e._tag}: ${e.message}`)))),
+      (cause) => {
+        console.error(`wk: ${subject} failed:`, Cause.pretty(cause))
+        return { status: 500, error: { code: "internal", message: "the kernel failed on this request; it was not applied" } }
+      }
     )
-  }
+  )
   yield* Effect.addFinalizer(() => Effect.sync(() => subs.forEach((s) => s.unsubscribe())))
 })

@@ -1,0 +1,35 @@
+import { Cause, Effect, Runtime } from "effect"
+import type { Msg, NatsConnection, Subscription } from "@nats-io/transport-node"
+
+/** Queue group shared by every kernel process: each request is answered by one of them. */
+export const QueueGroup = "wk-kernel"
+
+const encoder = new TextEncoder()
+
+/** Replies with a JSON body; a requester that is gone is not an error (the durable record holds the outcome). */
+export const respondJson = (msg: Msg, body: unknown): void => {
+  try {
+    msg.respond(encoder.encode(JSON.stringify(body)))
+  } catch {
+    // The requester is gone.
+  }
+}
+
+/**
+ * Serves `subject` in the kernel's queue group: each request runs `answer` on `runtime` and is
+ * answered with its value; a defect is answered with `onDefect(cause)`.
+ */
+export const serveRequests = <R>(
+  nc: NatsConnection,
+  runtime: Runtime.Runtime<R>,
+  subject: string,
+  answer: (msg: Msg) => Effect.Effect<unknown, never, R>,
+  onDefect: (cause: Cause.Cause<never>) => unknown
+): Subscription =>
+  nc.subscribe(subject, {
+    queue: QueueGroup,
+    callback: (err, msg) => {
+      if (err !== null) return
+      void Runtime.runPromiseExit(runtime)(answer(msg)).then((exit) => respondJson(msg, exit._tag === "Success" ? exit.value : onDefect(exit.cause)))
+    }
+  })
