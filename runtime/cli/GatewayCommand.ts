@@ -4,9 +4,9 @@ import { Console, Effect, Layer } from "effect"
 import { layerGateway } from "../gateway/Gateway.js"
 import { natsOptionsFromUrl } from "../ledger/Nats.js"
 
-// The gateway reads the open-call index and the event stream besides relaying signed requests,
-// so by default it connects with the kernel's dev credentials (override with WK_GATEWAY_NATS_USER/PASS).
-const gatewayCredentials = { user: process.env["WK_GATEWAY_NATS_USER"] ?? "kernel", pass: process.env["WK_GATEWAY_NATS_PASS"] ?? "kernel-dev" }
+// The gateway relays signed requests and reads the open-call index and the event stream: its own
+// role in nats.conf (GATEWAY), dev credentials by default (override with WK_GATEWAY_NATS_USER/PASS).
+const gatewayCredentials = { user: process.env["WK_GATEWAY_NATS_USER"] ?? "gateway", pass: process.env["WK_GATEWAY_NATS_PASS"] ?? "gateway-dev" }
 
 /** `wk gateway`: the HTTP gateway and approval inbox in front of a running kernel. */
 export const gatewayCommand = Command.make(

@@ -24,7 +24,7 @@ export const startGatewayHarness = async (): Promise<GatewayHarness> => {
   const toolConn = await connectAs(nats.servers, "tool")
   const kernelConn = await connectAs(nats.servers, "kernel")
   const bank = new DemoBank().serve(toolConn)
-  const gateway = ManagedRuntime.make(layerGateway({ nats: { servers: nats.servers, ...Roles.kernel }, port: 0 }))
+  const gateway = ManagedRuntime.make(layerGateway({ nats: { servers: nats.servers, ...Roles.gateway }, port: 0 }))
   const address = await gateway.runPromise(Effect.map(HttpServer.HttpServer, (s) => s.address))
   if (address._tag !== "TcpAddress") throw new Error("gateway is not on TCP")
   return {

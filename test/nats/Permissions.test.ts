@@ -261,6 +261,33 @@ describe("isolated agent", () => {
   })
 })
 
+describe("gateway", () => {
+  it("relays propose, get, attest and cancel", async () => {
+    for (const subject of [Subjects.propose, Subjects.get, Subjects.attest, Subjects.cancel]) await expectPublishAllowed("gateway", subject)
+  })
+
+  it("cannot publish events or wakes, invoke tools, apply policy or write KV", async () => {
+    for (const subject of [Subjects.events(`h_${token()}`), Subjects.wake(`h_${token()}`), Subjects.toolInvoke(token()), Subjects.policyApply, `$KV.${Buckets.open}.${token()}`]) {
+      await expectPublishRefused("gateway", subject)
+    }
+  })
+
+  it("reads a held call's events and the open-call index", async () => {
+    const earlier = violations.get("gateway")!.length
+    const heldId = `h_${token()}`
+    await jetstream(kernel()).publish(Subjects.events(heldId), encoder.encode(JSON.stringify({ x: 1 })))
+    const consumer = await jetstream(conn("gateway"), { timeout: 3000 }).consumers.get(Streams.events, { filter_subjects: Subjects.events(heldId) })
+    expect((await consumer.next({ expires: 2000 }))?.json()).toEqual({ x: 1 })
+    await consumer.delete()
+    const key = token()
+    await (await new Kvm(kernel()).open(Buckets.open)).put(key, encoder.encode("1"))
+    const keys: Array<string> = []
+    for await (const k of await (await new Kvm(conn("gateway")).open(Buckets.open)).keys()) keys.push(k)
+    expect(keys).toContain(key)
+    expect(violations.get("gateway")!.slice(earlier)).toEqual([])
+  })
+})
+
 // Replies travel to `_INBOX_<user>.`; no user but the kernel may listen under another's prefix.
 describe("reply inboxes", () => {
   it.each([

@@ -10,6 +10,7 @@ export const Roles = {
   agent: { user: "agent", pass: "agent-dev" },
   witness: { user: "witness", pass: "witness-dev" },
   tool: { user: "tool", pass: "tool-dev" },
+  gateway: { user: "gateway", pass: "gateway-dev" },
   auditor: { user: "auditor", pass: "auditor-dev" },
   /** Agents confined to their own session namespace (`alice.*`, `bob.*`). */
   alice: { user: "agent-alice", pass: "alice-dev" },
