@@ -33,7 +33,11 @@ export const startKernelProcess = async (servers: string, profilesPath: string, 
   child.stdout!.on("data", (d: Buffer) => (out += d.toString()))
   child.stderr!.on("data", (d: Buffer) => (out += d.toString()))
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`kernel did not start in 30 s:\n${out}`)), 30_000)
+    // A kernel that is not ready in time is killed: left running, it would serve unaccounted for.
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL")
+      reject(new Error(`kernel did not start in 30 s:\n${out}`))
+    }, 30_000)
     const check = () => {
       if (out.includes("Witness Kernel ready")) {
         clearTimeout(timer)
