@@ -21,6 +21,18 @@ export class KernelPool {
     private readonly log: (line: string) => void
   ) {
     this.slots = Array.from({ length: size }, () => null)
+    // An interrupted soak (Ctrl-C) must not leave kernels serving: kill them as the process exits.
+    process.once("exit", this.killAllNow)
+  }
+
+  private readonly killAllNow = () => {
+    for (const k of this.all) {
+      try {
+        process.kill(k.pid, "SIGKILL")
+      } catch {
+        // already gone
+      }
+    }
   }
 
   async start(): Promise<void> {
@@ -84,5 +96,6 @@ export class KernelPool {
   async stop(): Promise<void> {
     this.stopped = true
     await Promise.all(this.all.map((k) => k.kill()))
+    process.removeListener("exit", this.killAllNow)
   }
 }

@@ -38,6 +38,14 @@ export const singleServer = async (): Promise<Topology> => {
   const storeDir = mkdtempSync(join(tmpdir(), "wk-chaos-nats-"))
   let nats: TestNats = await startTestNats(storeDir)
   const port = nats.port
+  const killNow = () => {
+    try {
+      process.kill(nats.pid, "SIGKILL")
+    } catch {
+      // already gone
+    }
+  }
+  process.once("exit", killNow)
   return {
     name: "single nats-server",
     servers: nats.servers,
@@ -53,6 +61,7 @@ export const singleServer = async (): Promise<Topology> => {
       return `nats-server SIGKILLed and restarted (pid ${pid} -> ${nats.pid})`
     },
     dispose: async () => {
+      process.removeListener("exit", killNow)
       await nats.stop()
       rmSync(storeDir, { recursive: true, force: true })
     }
@@ -68,6 +77,16 @@ export const clusterTopology = async (): Promise<Topology> => {
   const { startTestCluster } = await import("../support/TestCluster.js")
   const cluster = await startTestCluster(3)
   let next = 0
+  const killNow = () => {
+    for (const n of cluster.nodes) {
+      try {
+        if (n.pid > 0) process.kill(n.pid, "SIGKILL")
+      } catch {
+        // already gone
+      }
+    }
+  }
+  process.once("exit", killNow)
   return {
     name: "3-node JetStream cluster",
     servers: cluster.servers,
@@ -82,6 +101,9 @@ export const clusterTopology = async (): Promise<Topology> => {
       await cluster.waitCurrent(["WK_EVENTS", "WK_WAKES", "WK_SESSIONS"], 60_000)
       return `NATS node ${cluster.nodes[i]!.name} SIGKILLed, down 2 s, back and current after ${Date.now() - t0} ms`
     },
-    dispose: () => cluster.dispose()
+    dispose: async () => {
+      process.removeListener("exit", killNow)
+      await cluster.dispose()
+    }
   }
 }

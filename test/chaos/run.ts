@@ -53,6 +53,12 @@ if (parsed.help) {
   process.exit(0)
 }
 
+// Ctrl-C exits through process.exit, so the kernels and nats-servers started here are killed too.
+process.once("SIGINT", () => {
+  console.error("\ninterrupted: stopping the kernels and NATS started by the soak")
+  process.exit(130)
+})
+
 const started = Date.now()
 const log = (line: string) => process.stderr.write(`[chaos +${((Date.now() - started) / 1000).toFixed(1)}s] ${line}\n`)
 
