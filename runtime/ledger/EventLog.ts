@@ -49,7 +49,8 @@ export const appendEvents = (
       }
       resume(Effect.succeed(expected))
     }
-    void run()
+    // A throw outside the publish (in `appended`) is a defect, not a fiber left waiting forever.
+    run().catch((e) => resume(Effect.die(e)))
   })
 
 /** Reads every event of one held call after stream sequence `afterSeq`, in order. */

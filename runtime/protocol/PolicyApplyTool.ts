@@ -52,10 +52,7 @@ export const servePolicyApplyTool = Effect.gen(function* () {
       subject,
       (msg) =>
         Effect.try(() => msg.json<Record<string, unknown>>()).pipe(
-          Effect.matchEffect({
-            onFailure: () => Effect.succeed({ ok: false, error: "request is not JSON" }),
-            onSuccess: (req) => handler(req).pipe(Effect.catchAllCause((c) => Effect.succeed({ ok: false, error: `policy apply failed: ${String(c)}` })))
-          })
+          Effect.matchEffect({ onFailure: () => Effect.succeed({ ok: false, error: "request is not JSON" }), onSuccess: handler })
         ),
       (c) => ({ ok: false, error: `policy apply failed: ${String(c)}` })
     )

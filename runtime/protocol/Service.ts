@@ -16,7 +16,6 @@ import { unavailable, type Reply } from "./Replies.js"
 import type { Rejected } from "./Request.js"
 import { serveRequests } from "./internal/serveRequests.js"
 
-
 type Deps = Nats | HeldCallStore | PolicyStore | Driver | KernelConfig
 type Handler = (data: Uint8Array) => Effect.Effect<Reply, Rejected | { readonly _tag: "LedgerError"; readonly message: string }, Deps>
 

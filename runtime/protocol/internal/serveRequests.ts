@@ -17,19 +17,19 @@ export const respondJson = (msg: Msg, body: unknown): void => {
 
 /**
  * Serves `subject` in the kernel's queue group: each request runs `answer` on `runtime` and is
- * answered with its value; a defect is answered with `onDefect(cause)`.
+ * answered with its value; a failure or defect is answered with `onFailure(cause)`.
  */
-export const serveRequests = <R>(
+export const serveRequests = <E, R>(
   nc: NatsConnection,
   runtime: Runtime.Runtime<R>,
   subject: string,
-  answer: (msg: Msg) => Effect.Effect<unknown, never, R>,
-  onDefect: (cause: Cause.Cause<never>) => unknown
+  answer: (msg: Msg) => Effect.Effect<unknown, E, R>,
+  onFailure: (cause: Cause.Cause<E>) => unknown
 ): Subscription =>
   nc.subscribe(subject, {
     queue: QueueGroup,
     callback: (err, msg) => {
       if (err !== null) return
-      void Runtime.runPromiseExit(runtime)(answer(msg)).then((exit) => respondJson(msg, exit._tag === "Success" ? exit.value : onDefect(exit.cause)))
+      void Runtime.runPromiseExit(runtime)(answer(msg)).then((exit) => respondJson(msg, exit._tag === "Success" ? exit.value : onFailure(exit.cause)))
     }
   })
