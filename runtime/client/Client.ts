@@ -5,7 +5,7 @@ import { signEnvelope } from "../protocol/Authenticate.js"
 import type { Envelope } from "../schema/Envelope.js"
 import type { JsonObject } from "../schema/Json.js"
 import type { WitnessRequest } from "../schema/Events.js"
-import { Subjects, Streams, inboxPrefixOf } from "../schema/Subjects.js"
+import { Subjects, Streams, inboxOptionOf } from "../schema/Subjects.js"
 
 /** A propose reply, by outcome (protocol.md). */
 export type ProposeReply =
@@ -92,8 +92,7 @@ export class WitnessClient {
   ) {}
 
   static async connect(opts: ClientOptions): Promise<WitnessClient> {
-    const inboxPrefix = inboxPrefixOf(opts.user)
-    const nc = await connect({ servers: opts.servers, user: opts.user, pass: opts.pass, name: `wk-client ${opts.principal}`, ...(inboxPrefix ? { inboxPrefix } : {}) })
+    const nc = await connect({ servers: opts.servers, user: opts.user, pass: opts.pass, name: `wk-client ${opts.principal}`, ...inboxOptionOf(opts.user) })
     return new WitnessClient(nc, opts, true)
   }
 

@@ -3,7 +3,7 @@ import { connect, type NatsConnection } from "@nats-io/transport-node"
 import { DeliverPolicy, jetstream } from "@nats-io/jetstream"
 import { Kvm } from "@nats-io/kv"
 import { WitnessClient } from "../client/Client.js"
-import { Buckets, Streams, Subjects, inboxPrefixOf } from "../schema/Subjects.js"
+import { Buckets, Streams, Subjects, inboxOptionOf } from "../schema/Subjects.js"
 
 /** Where the gateway's NATS connection goes and as whom (it forwards envelopes others signed). */
 export interface GatewayNats {
@@ -46,7 +46,7 @@ export const makeKernelLink = (opts: GatewayNats) =>
   Effect.gen(function* () {
     const nc = yield* Effect.acquireRelease(
       Effect.tryPromise({
-        try: () => connect({ servers: opts.servers, user: opts.user, pass: opts.pass, name: "wk-gateway", maxReconnectAttempts: -1, ...(opts.user !== undefined ? { inboxPrefix: inboxPrefixOf(opts.user)! } : {}) }),
+        try: () => connect({ servers: opts.servers, user: opts.user, pass: opts.pass, name: "wk-gateway", maxReconnectAttempts: -1, ...inboxOptionOf(opts.user) }),
         catch: (e) => new GatewayNatsError(`cannot connect to NATS at ${opts.servers}: ${String(e)}`)
       }),
       (c: NatsConnection) => Effect.promise(() => c.drain().catch(() => undefined))

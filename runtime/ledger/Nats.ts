@@ -3,7 +3,7 @@ import { connect, createInbox, headers as natsHeaders, type NatsConnection } fro
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream"
 import { Kvm, type KV } from "@nats-io/kv"
 import { LedgerError } from "./LedgerError.js"
-import { inboxPrefixOf } from "../schema/Subjects.js"
+import { inboxOptionOf } from "../schema/Subjects.js"
 
 /** Where and as whom to connect. */
 export interface NatsOptions {
@@ -150,8 +150,8 @@ export const makeNats = (opts: NatsOptions) =>
   Effect.acquireRelease(
     Effect.tryPromise({
       try: async () => {
-        const inboxPrefix = inboxPrefixOf(opts.user)
-        const nc = await connect({ servers: opts.servers, user: opts.user, pass: opts.pass, name: opts.name ?? "wk-kernel", maxReconnectAttempts: -1, noAsyncTraces: true, ...(inboxPrefix ? { inboxPrefix } : {}) })
+        const inbox = inboxOptionOf(opts.user)
+        const nc = await connect({ servers: opts.servers, user: opts.user, pass: opts.pass, name: opts.name ?? "wk-kernel", maxReconnectAttempts: -1, noAsyncTraces: true, ...inbox })
         const jsm = await jetstreamManager(nc)
         const kvm = new Kvm(nc)
         const opened = new Map<string, Promise<KV>>()
@@ -164,7 +164,7 @@ export const makeNats = (opts: NatsOptions) =>
           }
           return p
         }
-        return { nc, js: jetstream(nc), jsm, kvm, kv, publish: makePublisher(nc, 5_000, inboxPrefix) }
+        return { nc, js: jetstream(nc), jsm, kvm, kv, publish: makePublisher(nc, 5_000, inbox.inboxPrefix) }
       },
       catch: (cause) => new LedgerError({ operation: "connect", message: `cannot connect to NATS at ${opts.servers}: ${String(cause)}`, cause })
     }),

@@ -38,7 +38,7 @@ export const Buckets = {
  * The reply inbox prefix of a NATS user: nats.conf lets each user subscribe only under its own
  * (`_INBOX_<user>.>`), so nobody reads replies meant for another user. Clients connect with it.
  */
-export const inboxPrefixOf = (user: string | undefined): string | undefined => (user === undefined ? undefined : `_INBOX_${user}`)
+export const inboxOptionOf = (user: string | undefined): { readonly inboxPrefix?: string } => (user === undefined ? {} : { inboxPrefix: `_INBOX_${user}` })
 
 /** Largest request body the kernel accepts (protocol: oversized -> 400). */
 export const MaxRequestBytes = 1024 * 1024
