@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { connect, type NatsConnection } from "@nats-io/transport-node"
+import type { NatsConnection } from "@nats-io/transport-node"
 import { jetstreamManager } from "@nats-io/jetstream"
 import { DemoBank } from "../../runtime/executor/DemoBank.js"
 import { WitnessClient, type ProposeReply } from "../../runtime/client/Client.js"
@@ -13,7 +13,7 @@ import { repoRoot } from "../../runtime/cli/Paths.js"
 import { startTestCluster, type TestCluster } from "../support/TestCluster.js"
 import { connectAs, testProfile } from "../support/Principals.js"
 import { profileDir, startKernelProcess, type KernelProcess } from "../support/KernelProcess.js"
-import { Roles } from "../support/TestNats.js"
+import { eventually } from "../support/Stream.js"
 
 // Issue 8 part 2: the kernel on a 3-node JetStream cluster on loopback. Two kernel processes on
 // different nodes (A on node 0, B on node 1), the bank on node 2, the agent on node 2. ALLOW
@@ -62,7 +62,7 @@ describe.skipIf(!enabled)("3-node NATS cluster", () => {
     kernels.push(kernelB)
 
     const applied = new Map<string, number>()
-    const toolConn = await connect({ servers: n[2]!.servers, ...Roles.tool, name: "test bank", maxReconnectAttempts: -1 })
+    const toolConn = await connectAs(n[2]!.servers, "tool", { maxReconnectAttempts: -1 })
     conns.push(toolConn)
     const bank = new DemoBank({ onApplied: (_t, key) => void applied.set(key, (applied.get(key) ?? 0) + 1) }).serve(toolConn)
     const agentConn = await connectAs(n[2]!.servers, "agent")
@@ -70,7 +70,7 @@ describe.skipIf(!enabled)("3-node NATS cluster", () => {
     const alice = WitnessClient.over(agentConn, { principal: "agent:alice", secretKey: devKeyPair("agent:alice").secretKey, timeoutMs: 4000 })
 
     // Everything the kernel created is replicated 3 ways, one replica per node.
-    const kernelConn = await connect({ servers: n[2]!.servers, ...Roles.kernel, name: "test inspect" })
+    const kernelConn = await connectAs(n[2]!.servers, "kernel")
     conns.push(kernelConn)
     const jsm = await jetstreamManager(kernelConn)
     const names = [Streams.events, Streams.wakes, Streams.sessions, ...Object.values(Buckets).map((b) => `KV_${b}`), `OBJ_${PluginBucket}`]
@@ -107,12 +107,7 @@ describe.skipIf(!enabled)("3-node NATS cluster", () => {
     const workers = Array.from({ length: 3 }, async () => {
       while (!stop) await one(next++)
     })
-    const done = (k: number) => new Promise<void>((resolve, reject) => {
-      const t = setInterval(() => {
-        if (completed.length >= k) return clearInterval(t), resolve()
-      }, 20)
-      setTimeout(() => (clearInterval(t), reject(new Error(`only ${completed.length} of ${k} calls completed`))), 40_000).unref()
-    })
+    const done = (k: number) => eventually(async () => completed.length >= k, 40_000, 20)
     const t0 = Date.now()
     await done(15)
     // Which node leads each stream when node 0 dies (the ones it leads must elect a new leader).

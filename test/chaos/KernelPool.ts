@@ -1,4 +1,5 @@
 import { startKernelProcess, type KernelProcess } from "../support/KernelProcess.js"
+import { killOnExit } from "./KillOnExit.js"
 
 /**
  * The soak's kernel processes: a fixed number of slots, each running `wk kernel` as its own OS
@@ -21,19 +22,9 @@ export class KernelPool {
     private readonly log: (line: string) => void
   ) {
     this.slots = Array.from({ length: size }, () => null)
-    // An interrupted soak (Ctrl-C) must not leave kernels serving: kill them as the process exits.
-    process.once("exit", this.killAllNow)
   }
 
-  private readonly killAllNow = () => {
-    for (const k of this.all) {
-      try {
-        process.kill(k.pid, "SIGKILL")
-      } catch {
-        // already gone
-      }
-    }
-  }
+  private readonly unregister = killOnExit(() => this.all.map((k) => k.pid))
 
   async start(): Promise<void> {
     await Promise.all(this.slots.map((_, i) => this.boot(i)))
@@ -96,6 +87,6 @@ export class KernelPool {
   async stop(): Promise<void> {
     this.stopped = true
     await Promise.all(this.all.map((k) => k.kill()))
-    process.removeListener("exit", this.killAllNow)
+    this.unregister()
   }
 }

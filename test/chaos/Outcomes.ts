@@ -1,10 +1,13 @@
-import { DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream"
+import { Schema } from "effect"
 import type { NatsConnection } from "@nats-io/transport-node"
 import { evolve } from "../../runtime/heldcall/Reducer.js"
 import { initialFacts } from "../../runtime/heldcall/Facts.js"
-import { decodeEventBytes } from "../../runtime/ledger/EventLog.js"
+import { HeldEvent } from "../../runtime/schema/Events.js"
 import type { HeldCallFacts } from "../../runtime/schema/Facts.js"
-import { Streams, Subjects } from "../../runtime/schema/Subjects.js"
+import { Subjects } from "../../runtime/schema/Subjects.js"
+import { readAll } from "../audit/support.js"
+
+const decodeEvent = Schema.decodeUnknownSync(HeldEvent)
 
 /** One held call as the log tells it. */
 export interface CallOutcome {
@@ -24,24 +27,16 @@ export interface StreamOutcomes {
 
 /** Folds every held call in WK_EVENTS with the kernel's own reducer, counting how each ended. */
 export const readOutcomes = async (nc: NatsConnection): Promise<StreamOutcomes> => {
-  const info = await (await jetstreamManager(nc)).streams.info(Streams.events)
   const facts = new Map<string, { f: HeldCallFacts; endings: number; failClosed: boolean }>()
-  if (info.state.messages > 0) {
-    const consumer = await jetstream(nc).consumers.get(Streams.events, { deliver_policy: DeliverPolicy.All })
-    const messages = await consumer.consume({ max_messages: 1000 })
-    for await (const m of messages) {
-      if (m.subject !== Subjects.policyEvents) {
-        const event = decodeEventBytes(m.data)
-        const cur = facts.get(event.held_id) ?? { f: initialFacts(event.held_id), endings: 0, failClosed: false }
-        const next = evolve(cur.f, { seq: m.seq, event })
-        const ended = cur.f.lifecycle === "open" && next.lifecycle !== "open"
-        const changedEnd = cur.f.lifecycle !== "open" && next.lifecycle !== cur.f.lifecycle
-        const fault = event.type === "call.adjudicated" && event.decisions.some((d) => typeof (d.output as { fault?: unknown } | null)?.fault === "string")
-        facts.set(event.held_id, { f: next, endings: cur.endings + (ended || changedEnd ? 1 : 0), failClosed: cur.failClosed || fault })
-      }
-      if (m.info.pending === 0 || m.seq >= info.state.last_seq) break
-    }
-    await messages.close()
+  for (const m of await readAll(nc)) {
+    if (m.subject === Subjects.policyEvents) continue
+    const event = decodeEvent(m.body)
+    const cur = facts.get(event.held_id) ?? { f: initialFacts(event.held_id), endings: 0, failClosed: false }
+    const next = evolve(cur.f, { seq: m.seq, event })
+    const ended = cur.f.lifecycle === "open" && next.lifecycle !== "open"
+    const changedEnd = cur.f.lifecycle !== "open" && next.lifecycle !== cur.f.lifecycle
+    const fault = event.type === "call.adjudicated" && event.decisions.some((d) => typeof (d.output as { fault?: unknown } | null)?.fault === "string")
+    facts.set(event.held_id, { f: next, endings: cur.endings + (ended || changedEnd ? 1 : 0), failClosed: cur.failClosed || fault })
   }
   const calls = new Map<string, CallOutcome>()
   const open: Array<string> = []

@@ -1,21 +1,16 @@
+import { eventually } from "../support/Stream.js"
+
 /**
  * What a well-behaved client does under faults: send the same request again until it gets an
  * answer it can act on. `attempt` returns undefined for "not yet" (a 503, a call still
  * running); a thrown error (timeout, no responders, a connection between servers) also retries.
  */
 export const retrying = async <T>(what: string, attempt: () => Promise<T | undefined>, deadline: number, pauseMs = 200): Promise<{ value: T; attempts: number }> => {
-  let last: unknown = "no attempt"
-  for (let attempts = 1; ; attempts++) {
-    try {
-      const v = await attempt()
-      if (v !== undefined) return { value: v, attempts }
-      last = "not yet"
-    } catch (e) {
-      last = e
-    }
-    if (Date.now() + pauseMs > deadline) throw new Error(`${what}: no answer before the deadline (${attempts} attempts; last: ${String(last)})`)
-    await new Promise((r) => setTimeout(r, pauseMs))
-  }
+  let attempts = 0
+  const value = await eventually(() => (attempts++, attempt()), Math.max(0, deadline - Date.now()), pauseMs).catch((e: unknown) => {
+    throw new Error(`${what}: no answer before the deadline (${attempts} attempts; ${String(e)})`)
+  })
+  return { value, attempts }
 }
 
 /** A seeded PRNG (mulberry32): the same seed gives the same mix of calls and fault times. */

@@ -1,15 +1,12 @@
-import { connect, type NatsConnection } from "@nats-io/transport-node"
+import type { NatsConnection } from "@nats-io/transport-node"
 import { Effect } from "effect"
 import { DemoBank } from "../../runtime/executor/DemoBank.js"
 import type { Delivery, WitnessClient } from "../../runtime/client/Client.js"
 import { replayOver } from "../../runtime/audit/Replay.js"
 import { natsOptionsFromUrl } from "../../runtime/ledger/Nats.js"
 import type { AuditReport } from "../../runtime/audit/AuditReport.js"
-import { WitnessClient as Client } from "../../runtime/client/Client.js"
-import { devKeyPair } from "../../runtime/client/DevKeys.js"
-import { testProfile } from "../support/Principals.js"
-import { Roles } from "../support/TestNats.js"
-import { inboxPrefixOf } from "../../runtime/schema/Subjects.js"
+import { clientFor as testClient, connectAs, testProfile } from "../support/Principals.js"
+import type { Roles } from "../support/TestNats.js"
 import { profileDir } from "../support/KernelProcess.js"
 import { HostileWindows } from "./HostileWindows.js"
 import { KernelPool } from "./KernelPool.js"
@@ -69,11 +66,9 @@ export interface SoakReport {
   readonly problems: ReadonlyArray<string>
 }
 
-/** A client that gives up on one request after 5 s and sends it again (the kernel may have died holding it). */
-const clientFor = (nc: NatsConnection, principal: string): WitnessClient => Client.over(nc, { principal, secretKey: devKeyPair(principal).secretKey, timeoutMs: 5000 })
-
-const connectRole = (servers: string, role: keyof typeof Roles): Promise<NatsConnection> =>
-  connect({ servers: servers.split(","), ...Roles[role], name: `chaos ${role}`, inboxPrefix: inboxPrefixOf(Roles[role].user)!, maxReconnectAttempts: -1, reconnectTimeWait: 250, noAsyncTraces: true })
+/** Soak clients give up on one request after 5 s and send it again (the kernel may have died holding it). */
+const RequestTimeoutMs = 5000
+const clientFor = (nc: NatsConnection, principal: string): WitnessClient => testClient(nc, principal, RequestTimeoutMs)
 
 const quantile = (xs: ReadonlyArray<number>, q: number): number => {
   if (xs.length === 0) return 0
@@ -103,7 +98,8 @@ export const runSoak = async (o: SoakOptions): Promise<SoakReport> => {
   }, o.log)
   const conns: Array<NatsConnection> = []
   const conn = async (role: keyof typeof Roles) => {
-    const c = await connectRole(o.topology.servers, role)
+    // Clients of a soak reconnect forever, quickly: NATS itself is restarted under them.
+    const c = await connectAs(o.topology.servers, role, { maxReconnectAttempts: -1, reconnectTimeWait: 250, noAsyncTraces: true })
     conns.push(c)
     return c
   }

@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { startTestNats, type TestNats } from "../support/TestNats.js"
+import { killOnExit } from "./KillOnExit.js"
 
 /**
  * Where the soak's NATS lives, and the one NATS fault it can inject: a single server that is
@@ -20,48 +21,29 @@ export interface Topology {
   readonly dispose: () => Promise<void>
 }
 
-const exited = (pid: number): Promise<void> =>
-  new Promise((resolve) => {
-    const poll = () => {
-      try {
-        process.kill(pid, 0)
-        setTimeout(poll, 20)
-      } catch {
-        resolve()
-      }
-    }
-    poll()
-  })
-
 /** One nats-server from nats.conf with a file store; a fault is SIGKILL and a restart on the same store. */
 export const singleServer = async (): Promise<Topology> => {
   const storeDir = mkdtempSync(join(tmpdir(), "wk-chaos-nats-"))
   let nats: TestNats = await startTestNats(storeDir)
   const port = nats.port
-  const killNow = () => {
-    try {
-      process.kill(nats.pid, "SIGKILL")
-    } catch {
-      // already gone
-    }
-  }
-  process.once("exit", killNow)
+  const unregister = killOnExit(() => [nats.pid])
   return {
     name: "single nats-server",
     servers: nats.servers,
     kernelServers: () => nats.servers,
     replicas: 1,
     fault: async () => {
-      const pid = nats.pid
+      const { pid, child } = nats
+      const exited = child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise((r) => child.once("exit", r))
       process.kill(pid, "SIGKILL")
-      await exited(pid)
+      await exited
       // Down for a moment, as a crashed server under a supervisor would be.
       await new Promise((r) => setTimeout(r, 500))
       nats = await startTestNats(storeDir, port)
       return `nats-server SIGKILLed and restarted (pid ${pid} -> ${nats.pid})`
     },
     dispose: async () => {
-      process.removeListener("exit", killNow)
+      unregister()
       await nats.stop()
       rmSync(storeDir, { recursive: true, force: true })
     }
@@ -77,16 +59,7 @@ export const clusterTopology = async (): Promise<Topology> => {
   const { startTestCluster } = await import("../support/TestCluster.js")
   const cluster = await startTestCluster(3)
   let next = 0
-  const killNow = () => {
-    for (const n of cluster.nodes) {
-      try {
-        if (n.pid > 0) process.kill(n.pid, "SIGKILL")
-      } catch {
-        // already gone
-      }
-    }
-  }
-  process.once("exit", killNow)
+  const unregister = killOnExit(() => cluster.nodes.map((n) => n.pid))
   return {
     name: "3-node JetStream cluster",
     servers: cluster.servers,
@@ -102,7 +75,7 @@ export const clusterTopology = async (): Promise<Topology> => {
       return `NATS node ${cluster.nodes[i]!.name} SIGKILLed, down 2 s, back and current after ${Date.now() - t0} ms`
     },
     dispose: async () => {
-      process.removeListener("exit", killNow)
+      unregister()
       await cluster.dispose()
     }
   }

@@ -1,8 +1,8 @@
-import { connect, type NatsConnection } from "@nats-io/transport-node"
+import { connect, type ConnectionOptions, type NatsConnection } from "@nats-io/transport-node"
 import { WitnessClient } from "../../runtime/client/Client.js"
 import { devKeyPair, devPublicKey } from "../../runtime/client/DevKeys.js"
 import type { Profile } from "../../runtime/schema/Profile.js"
-import { inboxPrefixOf } from "../../runtime/schema/Subjects.js"
+import { inboxOptionOf } from "../../runtime/schema/Subjects.js"
 import { Roles } from "./TestNats.js"
 
 /** A registry entry for a dev principal. */
@@ -40,8 +40,9 @@ export const testProfile = (overrides: Partial<Profile> = {}): Profile => ({
 })
 
 /** Connects as a role user. */
-export const connectAs = (servers: string, role: keyof typeof Roles): Promise<NatsConnection> =>
-  connect({ servers: servers.split(","), ...Roles[role], name: `test ${role}`, inboxPrefix: inboxPrefixOf(Roles[role].user)! })
+export const connectAs = (servers: string, role: keyof typeof Roles, options: ConnectionOptions = {}): Promise<NatsConnection> =>
+  connect({ servers: servers.split(","), ...Roles[role], name: `test ${role}`, ...inboxOptionOf(Roles[role].user), ...options })
 
 /** A protocol client for a dev principal over a connection of the given role. */
-export const clientFor = (nc: NatsConnection, name: string): WitnessClient => WitnessClient.over(nc, { principal: name, secretKey: devKeyPair(name).secretKey })
+export const clientFor = (nc: NatsConnection, name: string, timeoutMs?: number): WitnessClient =>
+  WitnessClient.over(nc, { principal: name, secretKey: devKeyPair(name).secretKey, ...(timeoutMs !== undefined ? { timeoutMs } : {}) })

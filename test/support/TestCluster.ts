@@ -6,6 +6,7 @@ import { jetstreamManager, StorageType } from "@nats-io/jetstream"
 import { freePort, startNatsServer, type RunningNats } from "../../runtime/cli/EmbeddedNats.js"
 import { repoRoot } from "../../runtime/cli/Paths.js"
 import { Roles } from "./TestNats.js"
+import { eventually } from "./Stream.js"
 
 /** The cluster variant of nats.conf (it includes nats.conf and adds the cluster block). */
 export const clusterConfig = join(repoRoot, "test/chaos/cluster/nats-cluster.conf")
@@ -42,27 +43,19 @@ export interface TestCluster {
   readonly dispose: () => Promise<void>
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 /** A kernel-role connection to exactly these servers (no cluster discovery, no reconnect). */
 const kernelConn = (servers: string | Array<string>): Promise<NatsConnection> =>
   connect({ servers, ...Roles.kernel, name: "test-cluster probe", ignoreClusterUpdates: true, maxReconnectAttempts: 0, timeout: 2000 })
 
 /** Polls `step` until it resolves, or fails with the last error after `timeoutMs`. */
-const retry = async (what: string, timeoutMs: number, step: () => Promise<void>): Promise<void> => {
-  const deadline = Date.now() + timeoutMs
-  let last: unknown
-  while (Date.now() < deadline) {
-    try {
-      await step()
-      return
-    } catch (e) {
-      last = e
-      await sleep(250)
+const retry = (what: string, timeoutMs: number, step: () => Promise<void>): Promise<void> =>
+  eventually(async () => (await step(), true), timeoutMs, 250).then(
+    () => undefined,
+    (e: unknown) => {
+      throw new Error(`${what} not ready: ${String(e)}`)
     }
-  }
-  throw new Error(`${what} not ready within ${timeoutMs} ms: ${String(last)}`)
-}
+  )
 
 /** JetStream answers through `servers`; with `probeReplicas`, a stream of that many replicas can be created. */
 const jetStreamReady = async (servers: string | Array<string>, probeReplicas?: number): Promise<void> => {
