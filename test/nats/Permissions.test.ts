@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Effect } from "effect"
-import { errors, type NatsConnection, type Subscription } from "@nats-io/transport-node"
+import { connect, errors, type NatsConnection, type Subscription } from "@nats-io/transport-node"
 import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream"
 import { Kvm } from "@nats-io/kv"
 import { layerNats, Nats, natsOptionsFromUrl } from "../../runtime/ledger/Nats.js"
@@ -303,6 +303,19 @@ describe("reply inboxes", () => {
     await conn(role).flush()
     await refused(role, "subscription", subject)
     await expect(sub.closed).resolves.toBeInstanceOf(errors.PermissionViolationError)
+  })
+
+  it("a client on the default _INBOX. prefix (written from the protocol alone) still gets its replies as a shared role", async () => {
+    const plain = await connect({ servers, ...Roles.agent, name: "test default-inbox agent" })
+    const subject = Subjects.get
+    const responder = kernel().subscribe(subject, { max: 1, callback: (_e, m) => void m.respond(encoder.encode("answered")) })
+    await kernel().flush()
+    try {
+      expect((await plain.request(subject, encoder.encode("{}"), { timeout: 3000 })).string()).toBe("answered")
+    } finally {
+      responder.unsubscribe()
+      await plain.close()
+    }
   })
 
   it("a reply to an agent reaches only that agent's inbox", async () => {
