@@ -2,7 +2,7 @@ import { Effect } from "effect"
 import { KernelConfig } from "../KernelConfig.js"
 import { HeldCallStore, type Loaded } from "../ledger/HeldCallStore.js"
 import { acquireLease, releaseLease } from "../ledger/Leases.js"
-import { wake } from "../ledger/Wakes.js"
+import { startWake } from "../ledger/Wakes.js"
 import { mayDispatch, type ReconcileContext } from "../heldcall/Reconciler.js"
 import { canonicalCall } from "../heldcall/Facts.js"
 import type { EffectDispatched, EffectOutcomeUnknown, EffectReadback, EffectRecorded, ExecutionLeased, HeldEvent } from "../schema/Events.js"
@@ -49,15 +49,10 @@ export const execute = (loaded: Loaded, ctx: () => ReconcileContext) =>
     // the next claim's event id, or the log's de-duplication refuses every later claim.
     // The wake is durable before anything irreversible (if this process dies, the controller
     // resumes here); it is written alongside the claim, not after it.
-    const [claimed] = yield* Effect.all(
-      [
-        store.append(loaded, [
-          eventOf<typeof ExecutionLeased.Type>({ ...base, type: "execution.leased", event_id: `execution.leased:${heldId}:${key}:a${attempt}:${cfg.owner}:${leaseUntil}`, owner: cfg.owner, lease_until: leaseUntil })
-        ]),
-        wake(heldId)
-      ],
-      { concurrency: 2 }
-    )
+    const leased = eventOf<typeof ExecutionLeased.Type>({ ...base, type: "execution.leased", event_id: `execution.leased:${heldId}:${key}:a${attempt}:${cfg.owner}:${leaseUntil}`, owner: cfg.owner, lease_until: leaseUntil })
+    const woken = yield* startWake(heldId)
+    const claimed = yield* store.append(loaded, [leased])
+    yield* woken
     const dispatched = yield* store.append(claimed, [
       eventOf<typeof EffectDispatched.Type>({ ...base, type: "effect.dispatched", event_id: `effect.dispatched:${heldId}:${key}:a${attempt}`, idempotency_key: key, attempt, owner: cfg.owner, lease_until: leaseUntil, policy_epoch: f.policy_epoch_checked })
     ])

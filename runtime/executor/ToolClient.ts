@@ -1,5 +1,5 @@
 import { Effect, Schema } from "effect"
-import { Nats } from "../ledger/Nats.js"
+import { Nats, RequestFailed } from "../ledger/Nats.js"
 import { JsonValue } from "../schema/Json.js"
 import { Subjects } from "../schema/Subjects.js"
 
@@ -29,13 +29,10 @@ const encoder = new TextEncoder()
 
 const request = <A, I>(schema: Schema.Schema<A, I>, subject: string, tool: string, body: unknown, timeoutMs: number) =>
   Effect.gen(function* () {
-    const { nc } = yield* Nats
+    const nats = yield* Nats
     const msg = yield* Effect.tryPromise({
-      try: () => nc.request(subject, encoder.encode(JSON.stringify(body)), { timeout: timeoutMs }),
-      catch: (cause) =>
-        String(cause).includes("503") || String(cause).toLowerCase().includes("no responders")
-          ? new NoResponders({ tool })
-          : new ToolUnanswered({ tool, reason: String(cause) })
+      try: () => nats.request(subject, encoder.encode(JSON.stringify(body)), { timeoutMs }),
+      catch: (cause) => (cause instanceof RequestFailed && cause.noResponders ? new NoResponders({ tool }) : new ToolUnanswered({ tool, reason: String(cause) }))
     })
     return yield* Schema.decodeUnknown(schema)(msg.json()).pipe(
       Effect.mapError((e) => new ToolUnanswered({ tool, reason: `reply is not protocol: ${e.message}` }))

@@ -3,10 +3,10 @@ import type { HeldEvent } from "../schema/Events.js"
 import type { HeldCallFacts } from "../schema/Facts.js"
 import { evolve, reduce } from "../heldcall/Reducer.js"
 import { initialFacts } from "../heldcall/Facts.js"
-import { appendEvents, readEventsAfter } from "./EventLog.js"
+import { appendEvents, readEventsAfterWith } from "./EventLog.js"
 import { type AppendConflict, type LedgerError } from "./LedgerError.js"
 import { Nats } from "./Nats.js"
-import { readProjection, writeProjection } from "./Projection.js"
+import { projectFacts, readProjectionWith } from "./Projection.js"
 
 /** How current a load must be: caught up with the stream, any cached view, or at least a sequence. */
 export type Freshness = "fresh" | "cached" | number
@@ -51,8 +51,9 @@ export class HeldCallStore extends Context.Tag("wk/HeldCallStore")<
 const CacheSize = 2_000
 
 export const makeHeldCallStore = Effect.gen(function* () {
+  // Used directly, not provided per operation: providing a service is a fiber-ref update
+  // (a context copy and comparison) on every load and append of the hot path.
   const nats = yield* Nats
-  const provide = Effect.provideService(Nats, nats)
   const locks = new Map<string, Promise<void>>()
   // Recently used facts, bounded. Never trusted alone: every load catches up from the stream,
   // which is the truth; the cache only saves the projection read.
@@ -68,19 +69,16 @@ export const makeHeldCallStore = Effect.gen(function* () {
     Effect.gen(function* () {
       const cached = recent.get(heldId)
       if (cached !== undefined && (freshness === "cached" || (typeof freshness === "number" && cached.facts.last_seq >= freshness))) return cached
-      const projected = cached ?? (yield* readProjection(heldId))
+      const projected = cached ?? (yield* readProjectionWith(nats, heldId))
       const base = projected?.facts ?? initialFacts(heldId)
-      const newer = yield* readEventsAfter(heldId, base.last_seq)
+      const newer = yield* readEventsAfterWith(nats, heldId, base.last_seq)
       if (projected === null && newer.length === 0) return null
       if (newer.length === 0 && projected !== null) return remember(projected)
       return remember({ facts: reduce(heldId, newer, base), revision: projected?.revision ?? 0 })
-    }).pipe(provide)
+    })
 
   const replay = (heldId: string) =>
-    readEventsAfter(heldId, 0).pipe(
-      Effect.map((events) => (events.length === 0 ? null : reduce(heldId, events))),
-      provide
-    )
+    readEventsAfterWith(nats, heldId, 0).pipe(Effect.map((events) => (events.length === 0 ? null : reduce(heldId, events))))
 
   const append = (loaded: Loaded, events: ReadonlyArray<HeldEvent>) =>
     Effect.gen(function* () {
@@ -90,10 +88,7 @@ export const makeHeldCallStore = Effect.gen(function* () {
         facts = evolve(facts, { seq, event })
       })
       return remember({ facts, revision: loaded.revision })
-    }).pipe(
-      Effect.tapError(() => Effect.sync(() => recent.delete(loaded.facts.held_id))),
-      provide
-    )
+    }).pipe(Effect.tapError(() => Effect.sync(() => recent.delete(loaded.facts.held_id))))
 
   // Highest sequence this process has projected per call (bounded like the cache).
   const projected = new Map<string, number>()
@@ -107,30 +102,26 @@ export const makeHeldCallStore = Effect.gen(function* () {
       projected.set(heldId, loaded.facts.last_seq)
       if (projected.size > CacheSize) projected.delete(projected.keys().next().value!)
       const revision = recent.get(heldId)?.revision ?? loaded.revision
-      return writeProjection(loaded.facts, revision).pipe(
-        Effect.tap((rev) =>
-          Effect.sync(() => {
-            const cur = recent.get(heldId)
-            if (cur !== undefined) recent.set(heldId, { facts: cur.facts, revision: Math.max(cur.revision, rev) })
-          })
-        ),
-        Effect.tapError(() => Effect.sync(() => projected.set(heldId, before))),
-        Effect.ignore,
-        provide,
-        Effect.forkDaemon,
-        Effect.asVoid
+      // A plain promise, not a forked fiber: this runs once per call on the hot path.
+      projectFacts(nats, loaded.facts, revision).then(
+        (rev) => {
+          const cur = recent.get(heldId)
+          if (cur !== undefined) recent.set(heldId, { facts: cur.facts, revision: Math.max(cur.revision, rev) })
+        },
+        () => void projected.set(heldId, before)
       )
+      return Effect.void
     })
 
   const serialized = <A, E, R>(heldId: string, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
     Effect.suspend(() => {
-      const prev = locks.get(heldId) ?? Promise.resolve()
+      const prev = locks.get(heldId)
       let release!: () => void
       const mine = new Promise<void>((r) => (release = r))
-      const chained = prev.then(() => mine)
+      const chained = prev === undefined ? mine : prev.then(() => mine)
       locks.set(heldId, chained)
-      return Effect.promise(() => prev).pipe(
-        Effect.zipRight(effect),
+      // Uncontended (the common case) runs at once: no promise hop before the work.
+      return (prev === undefined ? effect : Effect.zipRight(Effect.promise(() => prev), effect)).pipe(
         Effect.ensuring(
           Effect.sync(() => {
             release()

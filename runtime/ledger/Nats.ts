@@ -1,5 +1,5 @@
 import { Context, Effect, Layer } from "effect"
-import { connect, createInbox, headers as natsHeaders, type NatsConnection } from "@nats-io/transport-node"
+import { connect, createInbox, headers as natsHeaders, type Msg, type MsgHdrs, type NatsConnection } from "@nats-io/transport-node"
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream"
 import { Kvm, type KV } from "@nats-io/kv"
 import { LedgerError } from "./LedgerError.js"
@@ -36,20 +36,33 @@ export interface PublishOptions {
   readonly lastSubjectSequence?: number
 }
 
+/** A request nobody answered in time, the connection closed under it, or nobody serves the subject (`noResponders`). */
+export class RequestFailed extends Error {
+  constructor(message: string, readonly noResponders = false) {
+    super(message)
+    this.name = "RequestFailed"
+  }
+}
+
+export interface RequestOptions {
+  readonly timeoutMs: number
+  readonly headers?: MsgHdrs
+}
+
 /**
- * JetStream publish awaiting its ack, the same wire exchange as `js.publish` (headers, reply
- * subject, PubAck or API error), over one wildcard reply subscription and one timeout sweep. It
- * skips the per-request machinery of nats.js (a timer, a deferred and an `Error` built for every
- * request, resolved or not), which the kernel paid on every append of the hot path.
+ * Request/reply over one wildcard reply subscription and one timeout sweep: the same wire
+ * exchange as `nc.request`, without the per-request machinery of nats.js (a timer, a deferred,
+ * and an `Error` built for every request, resolved or not: its `cancel` constructs one even
+ * after a reply), which the kernel paid on every append, tool call and read of the hot path.
  */
-const makePublisher = (nc: NatsConnection, timeoutMs: number, inboxPrefix: string | undefined) => {
+const makeRequester = (nc: NatsConnection, inboxPrefix: string | undefined) => {
   // Under the connection's own inbox prefix: nats.conf lets a user listen only there.
   const prefix = `${createInbox(inboxPrefix)}.`
-  const decoder = new TextDecoder()
   interface Waiting {
-    readonly resolve: (a: PubAck) => void
+    readonly resolve: (m: Msg) => void
     readonly reject: (e: unknown) => void
     readonly deadline: number
+    readonly timeoutMs: number
   }
   const waiting = new Map<number, Waiting>()
   let next = 0
@@ -61,17 +74,8 @@ const makePublisher = (nc: NatsConnection, timeoutMs: number, inboxPrefix: strin
       if (w === undefined) return
       waiting.delete(id)
       const h = msg.headers
-      if (msg.data.length === 0 && h !== undefined && h.hasError) {
-        return w.reject(new PublishError(h.code === 503 ? "no responders: JetStream is not available for this subject" : `JetStream publish failed: ${h.status}`))
-      }
-      try {
-        const r = JSON.parse(decoder.decode(msg.data)) as { stream?: string; seq?: number; duplicate?: boolean; error?: { code?: number; err_code?: number; description?: string } }
-        if (r.error !== undefined) return w.reject(new PublishError(r.error.description ?? `JetStream error ${r.error.code}`, r.error.err_code))
-        if (typeof r.stream !== "string" || r.stream === "" || typeof r.seq !== "number") return w.reject(new PublishError("invalid ack response"))
-        w.resolve({ stream: r.stream, seq: r.seq, duplicate: r.duplicate === true })
-      } catch (e) {
-        w.reject(e)
-      }
+      if (msg.data.length === 0 && h !== undefined && h.hasError && h.code === 503) return w.reject(new RequestFailed("503 no responders", true))
+      w.resolve(msg)
     }
   })
   const sweep = setInterval(() => {
@@ -81,25 +85,44 @@ const makePublisher = (nc: NatsConnection, timeoutMs: number, inboxPrefix: strin
     for (const [id, w] of waiting) {
       if (closed || w.deadline <= now) {
         waiting.delete(id)
-        w.reject(new PublishError(closed ? "connection closed" : `JetStream publish timed out after ${timeoutMs} ms`))
+        w.reject(new RequestFailed(closed ? "connection closed" : `request timed out after ${w.timeoutMs} ms`))
       }
     }
-  }, Math.min(100, timeoutMs))
+  }, 25)
   sweep.unref()
-  return (subject: string, data: Uint8Array, opts: PublishOptions = {}): Promise<PubAck> =>
-    new Promise<PubAck>((resolve, reject) => {
+  return (subject: string, data: Uint8Array, opts: RequestOptions): Promise<Msg> =>
+    new Promise<Msg>((resolve, reject) => {
       const id = ++next
-      const h = natsHeaders()
-      if (opts.msgID !== undefined) h.set("Nats-Msg-Id", opts.msgID)
-      if (opts.lastSubjectSequence !== undefined) h.set("Nats-Expected-Last-Subject-Sequence", String(opts.lastSubjectSequence))
-      waiting.set(id, { resolve, reject, deadline: Date.now() + timeoutMs })
+      waiting.set(id, { resolve, reject, deadline: Date.now() + opts.timeoutMs, timeoutMs: opts.timeoutMs })
       try {
-        nc.publish(subject, data, { reply: prefix + id, headers: h })
+        nc.publish(subject, data, { reply: prefix + id, ...(opts.headers !== undefined ? { headers: opts.headers } : {}) })
       } catch (e) {
         waiting.delete(id)
         reject(e)
       }
     })
+}
+
+/** JetStream publish awaiting its ack (`js.publish`'s exchange: headers, PubAck or API error) over the lean requester. */
+const makePublisher = (request: ReturnType<typeof makeRequester>, timeoutMs: number) => {
+  const decoder = new TextDecoder()
+  return async (subject: string, data: Uint8Array, opts: PublishOptions = {}): Promise<PubAck> => {
+    const h = natsHeaders()
+    if (opts.msgID !== undefined) h.set("Nats-Msg-Id", opts.msgID)
+    if (opts.lastSubjectSequence !== undefined) h.set("Nats-Expected-Last-Subject-Sequence", String(opts.lastSubjectSequence))
+    let msg: Msg
+    try {
+      msg = await request(subject, data, { timeoutMs, headers: h })
+    } catch (e) {
+      if (e instanceof RequestFailed) throw new PublishError(e.noResponders ? "no responders: JetStream is not available for this subject" : e.message.replace("request", "JetStream publish"))
+      throw e
+    }
+    if (msg.data.length === 0 && msg.headers?.hasError) throw new PublishError(`JetStream publish failed: ${msg.headers.status}`)
+    const r = JSON.parse(decoder.decode(msg.data)) as { stream?: string; seq?: number; duplicate?: boolean; error?: { code?: number; err_code?: number; description?: string } }
+    if (r.error !== undefined) throw new PublishError(r.error.description ?? `JetStream error ${r.error.code}`, r.error.err_code)
+    if (typeof r.stream !== "string" || r.stream === "" || typeof r.seq !== "number") throw new PublishError("invalid ack response")
+    return { stream: r.stream, seq: r.seq, duplicate: r.duplicate === true }
+  }
 }
 
 /** One NATS connection with its JetStream and KV handles. */
@@ -114,6 +137,8 @@ export class Nats extends Context.Tag("wk/Nats")<
     readonly kv: (bucket: string) => Promise<KV>
     /** JetStream publish awaiting the ack (see `makePublisher`); rejects with `PublishError`. */
     readonly publish: (subject: string, data: Uint8Array, opts?: PublishOptions) => Promise<PubAck>
+    /** Request/reply (see `makeRequester`); rejects with `RequestFailed`. */
+    readonly request: (subject: string, data: Uint8Array, opts: RequestOptions) => Promise<Msg>
   }
 >() {}
 
@@ -164,7 +189,8 @@ export const makeNats = (opts: NatsOptions) =>
           }
           return p
         }
-        return { nc, js: jetstream(nc), jsm, kvm, kv, publish: makePublisher(nc, 5_000, inbox.inboxPrefix) }
+        const request = makeRequester(nc, inbox.inboxPrefix)
+        return { nc, js: jetstream(nc), jsm, kvm, kv, request, publish: makePublisher(request, 5_000) }
       },
       catch: (cause) => new LedgerError({ operation: "connect", message: `cannot connect to NATS at ${opts.servers}: ${String(cause)}`, cause })
     }),

@@ -19,3 +19,17 @@ export const wake = (heldId: string) =>
       catch: (cause) => new LedgerError({ operation: `wake ${heldId}`, message: String(cause), cause })
     })
   })
+
+/**
+ * Starts the wake's publish now and returns the effect that awaits its ack: the caller's next
+ * write (the execution claim) goes out in the same socket flush, without forking fibers.
+ */
+export const startWake = (heldId: string) =>
+  Effect.map(Nats, ({ publish }) => {
+    const acked = publish(Subjects.wake(heldId), Empty)
+    acked.catch(() => undefined) // observed by the returned effect
+    return Effect.tryPromise({
+      try: () => acked,
+      catch: (cause) => new LedgerError({ operation: `wake ${heldId}`, message: String(cause), cause })
+    })
+  })

@@ -50,11 +50,21 @@ export const runController = (opts: { readonly concurrency?: number; readonly ac
     yield* Effect.addFinalizer(() => Effect.promise(() => messages.close().then(() => undefined, () => undefined)))
     const semaphore = yield* Effect.makeSemaphore(opts.concurrency ?? 64)
 
+    const isSettled = (heldId: string) => {
+      const cached = store.peek(heldId)
+      return cached !== undefined && settled(cached.facts)
+    }
+
     const handle = (msg: JsMsg) =>
       Effect.gen(function* () {
         const heldId = msg.subject.slice(WakesPrefix.length)
         const keepAlive = setInterval(() => msg.working(), Math.max(500, ackWaitMs / 2))
-        const r = yield* driver.drive(heldId, "fresh").pipe(Effect.either, Effect.ensuring(Effect.sync(() => clearInterval(keepAlive))))
+        const r = yield* Effect.gen(function* () {
+          // Most wakes arrive while this process is still finishing the call (the wake is written
+          // before dispatch): once that drive ends, a settled call needs no drive and no read.
+          if (yield* store.serialized(heldId, Effect.sync(() => isSettled(heldId)))) return { facts: null, requeueMs: null }
+          return yield* driver.drive(heldId, "fresh")
+        }).pipe(Effect.either, Effect.ensuring(Effect.sync(() => clearInterval(keepAlive))))
         if (r._tag === "Left") return msg.nak(1000)
         return r.right.requeueMs === null ? msg.ack() : msg.nak(r.right.requeueMs)
       })
@@ -64,8 +74,7 @@ export const runController = (opts: { readonly concurrency?: number; readonly ac
         // The wake an ALLOW call wrote before its dispatch, consumed after this process finished
         // the call: its facts (durable appends) are settled, so no drive or read can find work.
         // Acked here, before any fiber is started for it.
-        const cached = store.peek(msg.subject.slice(WakesPrefix.length))
-        if (cached !== undefined && settled(cached.facts)) {
+        if (isSettled(msg.subject.slice(WakesPrefix.length))) {
           msg.ack()
           continue
         }

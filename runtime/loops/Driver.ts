@@ -72,12 +72,17 @@ export const makeDriver = Effect.gen(function* () {
   }
 
   /** Keeps the index of open held calls (what a policy change must revisit) in step. */
-  const index = (before: HeldCallFacts, after: HeldCallFacts) =>
-    Effect.promise(async () => {
+  const index = (before: HeldCallFacts, after: HeldCallFacts) => {
+    const parks = !before.held && after.held && after.outcome === null
+    const ends = before.outcome === null && after.outcome !== null && after.held
+    // Most transitions touch neither: no effect, no promise.
+    if (!parks && !ends) return Effect.void
+    return Effect.promise(async () => {
       const open = await kv(Buckets.open)
-      if (!before.held && after.held && after.outcome === null) await open.put(after.held_id, "1")
-      if (before.outcome === null && after.outcome !== null && after.held) await open.delete(after.held_id)
+      if (parks) await open.put(after.held_id, "1")
+      if (ends) await open.delete(after.held_id)
     }).pipe(Effect.ignore)
+  }
 
   const drive = (heldId: string, freshness: Freshness = "fresh") =>
     store.serialized(

@@ -1,4 +1,4 @@
-import { Clock, Effect, Either, Layer, Schema } from "effect"
+import { Clock, type Context, Effect, Either, Layer, Schema } from "effect"
 import { isGranted, type ActivePolicy } from "../policy/ActivePolicy.js"
 import { Adjudicator, type Adjudication, type AdjudicationInput } from "../policy/Adjudicator.js"
 import { Admission, type AdmissionInput, type AdmissionOutcome } from "../policy/Admission.js"
@@ -70,20 +70,28 @@ const hostValueJson = (h: HostValue): JsonValue => ({ fn: h.fn, arg: h.arg, ...(
 
 type Call<A> = { readonly result: StageResult<A>; readonly inv: Invocation | undefined }
 
+/** The services the pipeline runs on, taken once (a seam built from them provides nothing per call). */
+export interface Plugins {
+  readonly host: Context.Tag.Service<typeof PluginHost>
+  readonly env: Context.Tag.Service<typeof PluginHostEnv>
+}
+
+export const pluginServices: Effect.Effect<Plugins, never, PluginHost | PluginHostEnv> = Effect.all({ host: PluginHost, env: PluginHostEnv })
+
 /**
  * Loads and calls one plugin for one stage and decodes its output. A load refusal, a fault or
  * an output that fails decoding all come back as `ok: false` (the caller takes the fallback).
  */
 const callStage = <A, I>(
+  plugins: Plugins,
   pin: PluginPin,
   stage: Stage,
   schema: Schema.Schema<A, I>,
   input: JsonValue,
   call: { readonly principal: string; readonly now: number }
-): Effect.Effect<Call<A>, never, PluginHost | PluginHostEnv> =>
+): Effect.Effect<Call<A>> =>
   Effect.gen(function* () {
-    const host = yield* PluginHost
-    const env = yield* PluginHostEnv
+    const { host, env } = plugins
     const loaded = yield* Effect.either(host.load(pin))
     if (Either.isLeft(loaded)) return { result: loadFault(loaded.left), inv: undefined }
     const plugin: LoadedPlugin = loaded.right
@@ -126,6 +134,10 @@ const proposalOf = (p: AdjudicationInput["proposal"], current: { readonly tool: 
  * then observers. The kernel's grant floor ran before this; replacements are checked again here.
  */
 export const adjudicateWithPlugins = (input: AdjudicationInput): Effect.Effect<Adjudication, never, PluginHost | PluginHostEnv> =>
+  Effect.flatMap(pluginServices, (plugins) => adjudicateWith(plugins, input))
+
+/** `adjudicateWithPlugins` over services already in hand (the seams: no per-call provide). */
+export const adjudicateWith = (plugins: Plugins, input: AdjudicationInput): Effect.Effect<Adjudication> =>
   Effect.gen(function* () {
     const { proposal, policy, now } = input
     const ctx = { principal: proposal.principal, now }
@@ -138,7 +150,7 @@ export const adjudicateWithPlugins = (input: AdjudicationInput): Effect.Effect<A
 
     let presentation: WitnessPresentation | undefined
     const finish = (verdict: Verdict, reasons: ReadonlyArray<Reason>, contract?: WitnessContract) =>
-      observe(policy, { event: "adjudicated", principal: proposal.principal, tool: current.tool, args: current.args, verdict, reasons }, now, decisions).pipe(
+      observe(plugins, policy, { event: "adjudicated", principal: proposal.principal, tool: current.tool, args: current.args, verdict, reasons }, now, decisions).pipe(
         Effect.as<Adjudication>({
           verdict,
           reasons,
@@ -154,7 +166,7 @@ export const adjudicateWithPlugins = (input: AdjudicationInput): Effect.Effect<A
     restart: for (;;) {
       for (const pin of transforms) {
         const stageInput = { stage: "transform", proposal: proposalOf(proposal, current), depth, config: resolvePin(pin).config, now }
-        const { result, inv } = yield* callStage(pin, "transform", TransformOutput, stageInput, ctx)
+        const { result, inv } = yield* callStage(plugins, pin, "transform", TransformOutput, stageInput, ctx)
         if (!result.ok) {
           const fallback = resolvePin(pin).fallback
           decisions.push(pluginDecision(pin, "transform", inv, { fault: result.fault, message: result.message, fallback }))
@@ -179,7 +191,7 @@ export const adjudicateWithPlugins = (input: AdjudicationInput): Effect.Effect<A
     const opinions: Opinion[] = []
     for (const pin of pinsFor(policy, "adjudicate")) {
       const stageInput = { stage: "adjudicate", proposal: proposalOf(proposal, current), config: resolvePin(pin).config, now }
-      const { result, inv } = yield* callStage(pin, "adjudicate", AdjudicateOutput, stageInput, ctx)
+      const { result, inv } = yield* callStage(plugins, pin, "adjudicate", AdjudicateOutput, stageInput, ctx)
       if (result.ok) {
         decisions.push(pluginDecision(pin, "adjudicate", inv, { result: result.value }))
         opinions.push({ by: pluginBy(pin), ...result.value })
@@ -203,7 +215,7 @@ export const adjudicateWithPlugins = (input: AdjudicationInput): Effect.Effect<A
         config: resolvePin(pin).config,
         now
       }
-      const { result, inv } = yield* callStage(pin, "witness_contract", WitnessContractOutput, stageInput, ctx)
+      const { result, inv } = yield* callStage(plugins, pin, "witness_contract", WitnessContractOutput, stageInput, ctx)
       if (!result.ok) {
         const fallback = resolvePin(pin).fallback
         decisions.push(pluginDecision(pin, "witness_contract", inv, { fault: result.fault, message: result.message, fallback }))
@@ -227,15 +239,16 @@ const morePrivate = (a: WitnessPresentation | undefined, b: WitnessPresentation)
 
 /** Runs observers; their faults are recorded and change nothing (observers never authorize). */
 const observe = (
+  plugins: Plugins,
   policy: ActivePolicy,
   event: { readonly event: "adjudicated" | "admitted" | "quarantined"; readonly principal: string; readonly tool: string; readonly args: JsonValue; readonly verdict: string; readonly reasons: ReadonlyArray<Reason> },
   now: number,
   decisions: Decision[]
-): Effect.Effect<void, never, PluginHost | PluginHostEnv> =>
+): Effect.Effect<void> =>
   Effect.gen(function* () {
     for (const pin of pinsFor(policy, "observe")) {
       const stageInput = { stage: "observe", ...event, config: resolvePin(pin).config, now }
-      const { result, inv } = yield* callStage(pin, "observe", Schema.Unknown, stageInput, { principal: event.principal, now })
+      const { result, inv } = yield* callStage(plugins, pin, "observe", Schema.Unknown, stageInput, { principal: event.principal, now })
       decisions.push(pluginDecision(pin, "observe", inv, result.ok ? { result: {} } : { fault: result.fault, message: result.message, fallback: "ignore" }))
     }
   })
@@ -245,13 +258,17 @@ const observe = (
  * then observers, which see the outcome but never the result bytes.
  */
 export const admitWithPlugins = (input: AdmissionInput): Effect.Effect<AdmissionOutcome, never, PluginHost | PluginHostEnv> =>
+  Effect.flatMap(pluginServices, (plugins) => admitWith(plugins, input))
+
+/** `admitWithPlugins` over services already in hand. */
+export const admitWith = (plugins: Plugins, input: AdmissionInput): Effect.Effect<AdmissionOutcome> =>
   Effect.gen(function* () {
     const now = yield* Clock.currentTimeMillis
     const decisions: Decision[] = []
     const opinions: AdmitOpinion[] = []
     for (const pin of pinsFor(input.policy, "admit")) {
       const stageInput = { stage: "admit", principal: input.principal, tool: input.tool, args: input.args, result: input.result, config: resolvePin(pin).config, now }
-      const { result, inv } = yield* callStage(pin, "admit", AdmitOutput, stageInput, { principal: input.principal, now })
+      const { result, inv } = yield* callStage(plugins, pin, "admit", AdmitOutput, stageInput, { principal: input.principal, now })
       if (result.ok) {
         decisions.push(pluginDecision(pin, "admit", inv, { result: result.value }))
         opinions.push({ by: pluginBy(pin), ...result.value })
@@ -262,6 +279,7 @@ export const admitWithPlugins = (input: AdmissionInput): Effect.Effect<Admission
     }
     const decided = foldAdmission(opinions)
     yield* observe(
+      plugins,
       input.policy,
       {
         event: decided.admitted ? "admitted" : "quarantined",
@@ -281,8 +299,8 @@ export const admitWithPlugins = (input: AdmissionInput): Effect.Effect<Admission
 export const layerPluginAdjudicator = Layer.effect(
   Adjudicator,
   Effect.gen(function* () {
-    const ctx = yield* Effect.context<PluginHost | PluginHostEnv>()
-    return Adjudicator.of({ adjudicate: (input) => adjudicateWithPlugins(input).pipe(Effect.provide(ctx)) })
+    const plugins = yield* pluginServices
+    return Adjudicator.of({ adjudicate: (input) => adjudicateWith(plugins, input) })
   })
 )
 
@@ -290,8 +308,8 @@ export const layerPluginAdjudicator = Layer.effect(
 export const layerPluginAdmission = Layer.effect(
   Admission,
   Effect.gen(function* () {
-    const ctx = yield* Effect.context<PluginHost | PluginHostEnv>()
-    return Admission.of({ admit: (input) => admitWithPlugins(input).pipe(Effect.provide(ctx)) })
+    const plugins = yield* pluginServices
+    return Admission.of({ admit: (input) => admitWith(plugins, input) })
   })
 )
 

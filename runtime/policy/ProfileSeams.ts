@@ -2,9 +2,7 @@ import { Effect, Layer } from "effect"
 import { Adjudicator } from "./Adjudicator.js"
 import { Admission } from "./Admission.js"
 import { adjudicateByRule } from "./RuleAdjudicator.js"
-import { adjudicateWithPlugins, admitWithPlugins, pinsFor } from "../plugins/Pipeline.js"
-import { PluginHost } from "../plugins/PluginHost.js"
-import { PluginHostEnv } from "../plugins/HostEnv.js"
+import { adjudicateWith, admitWith, pinsFor, pluginServices } from "../plugins/Pipeline.js"
 
 const ProposalStages = ["transform", "adjudicate", "witness_contract"] as const
 
@@ -16,11 +14,11 @@ const ProposalStages = ["transform", "adjudicate", "witness_contract"] as const
 export const layerProfileSeams = Layer.effect(
   Adjudicator,
   Effect.gen(function* () {
-    const ctx = yield* Effect.context<PluginHost | PluginHostEnv>()
+    const plugins = yield* pluginServices
     return Adjudicator.of({
       adjudicate: (input) =>
         ProposalStages.some((s) => pinsFor(input.policy, s).length > 0)
-          ? adjudicateWithPlugins(input).pipe(Effect.provide(ctx))
+          ? adjudicateWith(plugins, input)
           : Effect.succeed(adjudicateByRule(input))
     })
   })
@@ -29,11 +27,11 @@ export const layerProfileSeams = Layer.effect(
     Layer.effect(
       Admission,
       Effect.gen(function* () {
-        const ctx = yield* Effect.context<PluginHost | PluginHostEnv>()
+        const plugins = yield* pluginServices
         return Admission.of({
           admit: (input) =>
             pinsFor(input.policy, "admit").length > 0 || pinsFor(input.policy, "observe").length > 0
-              ? admitWithPlugins(input).pipe(Effect.provide(ctx))
+              ? admitWith(plugins, input)
               : Effect.succeed({ admitted: true as const, decisions: [] })
         })
       })
