@@ -65,10 +65,11 @@ export const makeHeldCallStore = Effect.gen(function* () {
     return l
   }
 
-  const load = (heldId: string, freshness: Freshness = "fresh") =>
-    Effect.gen(function* () {
-      const cached = recent.get(heldId)
-      if (cached !== undefined && (freshness === "cached" || (typeof freshness === "number" && cached.facts.last_seq >= freshness))) return cached
+  const load = (heldId: string, freshness: Freshness = "fresh"): Effect.Effect<Loaded | null, LedgerError> => {
+    const cached = recent.get(heldId)
+    // The drive loop's every round after the first: answered without a fiber step.
+    if (cached !== undefined && (freshness === "cached" || (typeof freshness === "number" && cached.facts.last_seq >= freshness))) return Effect.succeed(cached)
+    return Effect.gen(function* () {
       const projected = cached ?? (yield* readProjectionWith(nats, heldId))
       const base = projected?.facts ?? initialFacts(heldId)
       const newer = yield* readEventsAfterWith(nats, heldId, base.last_seq)
@@ -76,6 +77,7 @@ export const makeHeldCallStore = Effect.gen(function* () {
       if (newer.length === 0 && projected !== null) return remember(projected)
       return remember({ facts: reduce(heldId, newer, base), revision: projected?.revision ?? 0 })
     })
+  }
 
   const replay = (heldId: string) =>
     readEventsAfterWith(nats, heldId, 0).pipe(Effect.map((events) => (events.length === 0 ? null : reduce(heldId, events))))
@@ -102,13 +104,16 @@ export const makeHeldCallStore = Effect.gen(function* () {
       projected.set(heldId, loaded.facts.last_seq)
       if (projected.size > CacheSize) projected.delete(projected.keys().next().value!)
       const revision = recent.get(heldId)?.revision ?? loaded.revision
-      // A plain promise, not a forked fiber: this runs once per call on the hot path.
-      projectFacts(nats, loaded.facts, revision).then(
-        (rev) => {
-          const cur = recent.get(heldId)
-          if (cur !== undefined) recent.set(heldId, { facts: cur.facts, revision: Math.max(cur.revision, rev) })
-        },
-        () => void projected.set(heldId, before)
+      // A plain promise, not a forked fiber (once per call on the hot path), started after the
+      // current turn so the caller's reply is written first and concurrent projections share a flush.
+      setImmediate(() =>
+        projectFacts(nats, loaded.facts, revision).then(
+          (rev) => {
+            const cur = recent.get(heldId)
+            if (cur !== undefined) recent.set(heldId, { facts: cur.facts, revision: Math.max(cur.revision, rev) })
+          },
+          () => void projected.set(heldId, before)
+        )
       )
       return Effect.void
     })

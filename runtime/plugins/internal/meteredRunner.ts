@@ -24,6 +24,12 @@ class HostFault extends Error {}
 
 const MaxLogLines = 64
 
+/**
+ * The module's name in the Extism manifest. Calls name it: given a bare export name, Extism
+ * lists every module's exports (`WebAssembly.Module.exports`, an allocation) on each call.
+ */
+const PluginModule = "plugin"
+
 /** One in-process plugin instance under a fuel budget; calls are serialized. */
 export class MeteredRunner implements Runner {
   readonly #spec: MeteredSpec
@@ -88,8 +94,8 @@ export class MeteredRunner implements Runner {
       }
     }
     if (granted.has("wk_log")) for (const level of ["log_info", "log_warn", "log_debug", "log_error"]) env[level] = log
-    this.#plugin = await createPlugin({ wasm: [{ module: this.#spec.module }] }, { useWasi: false, functions: { "extism:host/env": env, "extism:host/user": user } })
-    const instance = await this.#plugin.getInstance()
+    this.#plugin = await createPlugin({ wasm: [{ module: this.#spec.module, name: PluginModule }] }, { useWasi: false, functions: { "extism:host/env": env, "extism:host/user": user } })
+    const instance = await this.#plugin.getInstance(PluginModule)
     this.#fuel = instance.exports[FuelExport] as WebAssembly.Global
     this.#memory = instance.exports["memory"] as WebAssembly.Memory
   }
@@ -113,7 +119,7 @@ export class MeteredRunner implements Runner {
     let outcome: RawOutcome
     let broken = false
     try {
-      const out = await this.#plugin.call(exportName, input)
+      const out = await this.#plugin.call([PluginModule, exportName], input)
       const elapsedMs = performance.now() - started
       if (this.#error !== null) outcome = { status: "plugin_error", text: this.#error, logs: this.#logs, elapsedMs }
       else if (out === null) outcome = { status: "no_output", text: "", logs: this.#logs, elapsedMs }

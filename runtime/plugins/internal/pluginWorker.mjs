@@ -78,8 +78,8 @@ if (granted.has("wk_log")) for (const level of ["log_info", "log_warn", "log_deb
 let plugin
 let memory
 const instantiate = async () => {
-  plugin = await createPlugin({ wasm: [{ module }] }, { useWasi: false, functions: { "extism:host/env": env, "extism:host/user": user } })
-  memory = (await plugin.getInstance()).exports.memory
+  plugin = await createPlugin({ wasm: [{ module, name: "plugin" }] }, { useWasi: false, functions: { "extism:host/env": env, "extism:host/user": user } })
+  memory = (await plugin.getInstance("plugin")).exports.memory
 }
 
 const finish = (status, out) => {
@@ -103,7 +103,7 @@ const runCall = async () => {
   logs = []
   let broken = false
   try {
-    const out = await plugin.call(fn, input)
+    const out = await plugin.call(["plugin", fn], input)
     if (errorMessage !== null) finish(PLUGIN_ERROR, enc.encode(errorMessage))
     else if (out === null) finish(NO_OUTPUT, new Uint8Array(0))
     else finish(OK, out.bytes())
