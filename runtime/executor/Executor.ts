@@ -50,7 +50,7 @@ export const execute = (loaded: Loaded, ctx: () => ReconcileContext) =>
     // The wake is durable before anything irreversible (if this process dies, the controller
     // resumes here); it is written alongside the claim, not after it.
     const leased = eventOf<typeof ExecutionLeased.Type>({ ...base, type: "execution.leased", event_id: `execution.leased:${heldId}:${key}:a${attempt}:${cfg.owner}:${leaseUntil}`, owner: cfg.owner, lease_until: leaseUntil })
-    const woken = yield* startWake(heldId)
+    const woken = yield* startWake(heldId, { owner: cfg.owner, until: Date.parse(leaseUntil) })
     const claimed = yield* store.append(loaded, [leased])
     yield* woken
     const dispatched = yield* store.append(claimed, [

@@ -19,37 +19,40 @@ export const appendEvent = (event: HeldEvent, expectedLastSeq: number) =>
 /**
  * Appends `events` one after the other, each on the sequence the previous one got (each is
  * CAS'd; an append never starts before the previous ack, so the subject's order is the given
- * order). `appended` sees each stored event with its sequence. One promise loop, not one fiber
- * step per event: this is the hot path of every call. Returns the last sequence.
+ * order). `appended` sees each stored event with its sequence. One promise loop and one
+ * effect step, not one fiber step per event: this is the hot path of every call. Succeeds with
+ * `done(last sequence)`; `failed` runs before a failure is reported.
  */
-export const appendEvents = (
+export const appendEvents = <A = number>(
   nats: Context.Tag.Service<typeof Nats>,
   events: ReadonlyArray<HeldEvent>,
   expectedLastSeq: number,
-  appended: (seq: number, event: HeldEvent) => void
-): Effect.Effect<number, AppendConflict | LedgerError> =>
-  Effect.async<number, AppendConflict | LedgerError>((resume) => {
+  appended: (seq: number, event: HeldEvent) => void,
+  done: (lastSeq: number) => A = (lastSeq) => lastSeq as A,
+  failed: () => void = () => undefined
+): Effect.Effect<A, AppendConflict | LedgerError> =>
+  Effect.async<A, AppendConflict | LedgerError>((resume) => {
     let expected = expectedLastSeq
+    const fail = (e: AppendConflict | LedgerError) => {
+      failed()
+      resume(Effect.fail(e))
+    }
     const run = async () => {
       for (const event of events) {
         let ack
         try {
           ack = await nats.publish(Subjects.events(event.held_id), encoder.encode(JSON.stringify(event)), { msgID: event.event_id, lastSubjectSequence: expected })
         } catch (cause) {
-          return resume(
-            isWrongLastSequence(cause)
-              ? Effect.fail(new AppendConflict({ heldId: event.held_id, expected }))
-              : Effect.fail(new LedgerError({ operation: "append", message: String(cause), cause }))
-          )
+          return fail(isWrongLastSequence(cause) ? new AppendConflict({ heldId: event.held_id, expected }) : new LedgerError({ operation: "append", message: String(cause), cause }))
         }
         // A duplicate means the caller's view of the call is behind.
-        if (ack.duplicate) return resume(Effect.fail(new AppendConflict({ heldId: event.held_id, expected })))
+        if (ack.duplicate) return fail(new AppendConflict({ heldId: event.held_id, expected }))
         appended(ack.seq, event)
         expected = ack.seq
       }
-      resume(Effect.succeed(expected))
+      resume(Effect.succeed(done(expected)))
     }
-    // A throw outside the publish (in `appended`) is a defect, not a fiber left waiting forever.
+    // A throw outside the publish (in `appended` or `done`) is a defect, not a fiber left waiting forever.
     run().catch((e) => resume(Effect.die(e)))
   })
 

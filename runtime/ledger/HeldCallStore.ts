@@ -82,15 +82,20 @@ export const makeHeldCallStore = Effect.gen(function* () {
   const replay = (heldId: string) =>
     readEventsAfterWith(nats, heldId, 0).pipe(Effect.map((events) => (events.length === 0 ? null : reduce(heldId, events))))
 
-  const append = (loaded: Loaded, events: ReadonlyArray<HeldEvent>) =>
-    Effect.gen(function* () {
-      if (events.length === 0) return loaded
+  const append = (loaded: Loaded, events: ReadonlyArray<HeldEvent>): Effect.Effect<Loaded, AppendConflict | LedgerError> => {
+    if (events.length === 0) return Effect.succeed(loaded)
+    return Effect.suspend(() => {
       let facts = loaded.facts
-      yield* appendEvents(nats, events, facts.last_seq, (seq, event) => {
-        facts = evolve(facts, { seq, event })
-      })
-      return remember({ facts, revision: loaded.revision })
-    }).pipe(Effect.tapError(() => Effect.sync(() => recent.delete(loaded.facts.held_id))))
+      return appendEvents(
+        nats,
+        events,
+        facts.last_seq,
+        (seq, event) => void (facts = evolve(facts, { seq, event })),
+        () => remember({ facts, revision: loaded.revision }),
+        () => recent.delete(loaded.facts.held_id)
+      )
+    })
+  }
 
   // Highest sequence this process has projected per call (bounded like the cache).
   const projected = new Map<string, number>()

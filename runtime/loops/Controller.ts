@@ -6,6 +6,8 @@ import { Streams } from "../schema/Subjects.js"
 import { HeldCallStore } from "../ledger/HeldCallStore.js"
 import { settled } from "../heldcall/Facts.js"
 import { Driver } from "./Driver.js"
+import { KernelConfig } from "../KernelConfig.js"
+import { drivingOf } from "../ledger/Wakes.js"
 
 /** The durable consumer every kernel process shares: each wake is handled by one of them. */
 export const ControllerConsumer = "wk-controller"
@@ -22,6 +24,7 @@ export const runController = (opts: { readonly concurrency?: number; readonly ac
     const { js, jsm } = yield* Nats
     const driver = yield* Driver
     const store = yield* HeldCallStore
+    const { owner } = yield* KernelConfig
     const ackWaitMs = opts.ackWaitMs ?? 5_000
     yield* Effect.tryPromise({
       try: async () => {
@@ -76,6 +79,13 @@ export const runController = (opts: { readonly concurrency?: number; readonly ac
         // Acked here, before any fiber is started for it.
         if (isSettled(msg.subject.slice(WakesPrefix.length))) {
           msg.ack()
+          continue
+        }
+        // Another live process wrote this wake as it claimed the call and is driving it now:
+        // looked at when its lease ends (recovery if it died), not read while it finishes.
+        const driving = msg.redelivered ? null : drivingOf(msg.data)
+        if (driving !== null && driving.owner !== owner) {
+          msg.nak(Math.max(1, driving.until - Date.now() + 10))
           continue
         }
         await Effect.runPromise(semaphore.take(1))
