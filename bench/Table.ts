@@ -53,3 +53,22 @@ export const progress = (label: string) => {
     process.stderr.write(`${label}: ${done}/${total} (${Math.round(rate)}/s, ETA ${eta}s)\n`)
   }
 }
+
+/** A measured figure with no floor and no target: what a figure's time is made of (printed after the table). */
+export interface Note {
+  readonly figure: string
+  readonly value: number
+  readonly unit: string
+}
+
+/** Notes the suites of this run recorded, in order. */
+export const notes: Array<Note> = []
+
+export const note = (figure: string, value: number, unit: string): void => void notes.push({ figure, value: round(value), unit })
+
+export const printNotes = (xs: ReadonlyArray<Note>) => {
+  if (xs.length === 0) return
+  const width = Math.max(...xs.map((n) => n.figure.length))
+  console.log("\nwhere the time goes (no target):")
+  for (const n of xs) console.log(`  ${n.figure.padEnd(width)}  ${n.value} ${n.unit}`)
+}

@@ -6,7 +6,8 @@ import { startTestNats, type TestNats } from "../test/support/TestNats.js"
 import { clientFor, connectAs, testProfile } from "../test/support/Principals.js"
 import { profileDir, startKernelProcess, type KernelProcess } from "../test/support/KernelProcess.js"
 import { pinOf } from "../test/support/Pins.js"
-import { median, percentile, printTable, row, type Row } from "./Table.js"
+import { median, note, percentile, printTable, row, type Row } from "./Table.js"
+import { cpuSeconds } from "./ProcessCpu.js"
 
 const Runs = Number(process.env["WK_BENCH_RUNS"] ?? 5)
 const PerRun = Number(process.env["WK_BENCH_PER_RUN"] ?? 200)
@@ -184,21 +185,42 @@ export const runKernelPathBench = async (): Promise<Array<Row>> => {
   const e = await setup()
   try {
     const floor = await repeated(() => allowFloor(e, PerRun))
+    const k0 = cpuSeconds(e.kernels[0]!.pid)
     const allow = await repeated(() => allowPath(e, PerRun))
+    note("kernel CPU per sequential ALLOW call (warm-up included)", ((cpuSeconds(e.kernels[0]!.pid) - k0) / ((Runs + 1) * PerRun)) * 1000, "ms")
     const rFloor = await repeated(() => releaseFloor(e, Math.max(20, PerRun / 4)))
     const release = await repeated(() => heldRelease(e, Math.max(20, PerRun / 4)))
     const rates: Array<number> = []
     const pubRates: Array<number> = []
     await allowThroughput(e, 500)
+    // CPU per call of each process during the one-kernel throughput runs: what bounds the rate.
+    const kernelPid = e.kernels[0]!.pid
+    const cpu = { kernel: 0, nats: 0, client: 0, calls: 0 }
     for (let r = 0; r < Runs; r++) {
       pubRates.push(await publishRate(e, 10_000))
+      const k0 = cpuSeconds(kernelPid), n0 = cpuSeconds(e.nats.pid), c0 = process.cpuUsage()
       rates.push(await allowThroughput(e, 2000))
+      const c1 = process.cpuUsage(c0)
+      cpu.kernel += cpuSeconds(kernelPid) - k0
+      cpu.nats += cpuSeconds(e.nats.pid) - n0
+      cpu.client += (c1.user + c1.system) / 1e6
+      cpu.calls += 2000
     }
     const oneKernel = median(rates)
+    note("kernel CPU per ALLOW call, 64 agents", (cpu.kernel / cpu.calls) * 1000, "ms")
+    note("nats-server CPU per ALLOW call, 64 agents", (cpu.nats / cpu.calls) * 1000, "ms")
+    note("bench client CPU per ALLOW call (64 agents, signing)", (cpu.client / cpu.calls) * 1000, "ms")
     e.kernels.push(await startKernelProcess(e.nats.servers, e.profiles, {}, KernelNodeArgs))
     await allowThroughput(e, 500)
     const twoRates: Array<number> = []
-    for (let r = 0; r < Runs; r++) twoRates.push(await allowThroughput(e, 2000))
+    const two = { kernels: 0, calls: 0 }
+    for (let r = 0; r < Runs; r++) {
+      const k0 = e.kernels.reduce((t, k) => t + cpuSeconds(k.pid), 0)
+      twoRates.push(await allowThroughput(e, 2000))
+      two.kernels += e.kernels.reduce((t, k) => t + cpuSeconds(k.pid), 0) - k0
+      two.calls += 2000
+    }
+    note("kernel CPU per ALLOW call, two kernels (sum)", (two.kernels / two.calls) * 1000, "ms")
     return [
       row("ALLOW propose->200 p50 (3 wasm + admission)", allow.p50, floor.p50, "ms", "<= 1.3x"),
       row("ALLOW propose->200 p99 (3 wasm + admission)", allow.p99, floor.p99, "ms", "<= 2x"),

@@ -5,7 +5,7 @@ import { runAuditReplayBench } from "./audit-replay.js"
 import { runKernelPathBench } from "./kernel-paths.js"
 import { runParkedMemoryBench } from "./parked-memory.js"
 import { runPluginStageBench } from "./plugin-stage.js"
-import { printTable, type Row } from "./Table.js"
+import { notes, printNotes, printTable, type Row } from "./Table.js"
 
 /**
  * `npm run bench`: every figure next to its floor, measured in the same run. Select with
@@ -26,8 +26,9 @@ for (const [name, run] of suites) {
   rows.push(...(await run()))
 }
 printTable(rows)
+printNotes(notes)
 const dir = join(repoRoot, "bench", "results")
 mkdirSync(dir, { recursive: true })
 const file = join(dir, `bench-${new Date().toISOString().replace(/[:.]/g, "-")}.json`)
-writeFileSync(file, JSON.stringify({ at: new Date().toISOString(), rows }, null, 2))
+writeFileSync(file, JSON.stringify({ at: new Date().toISOString(), rows, notes }, null, 2))
 console.log(`\nwrote ${file}`)

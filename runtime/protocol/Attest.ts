@@ -1,5 +1,6 @@
 import { Effect } from "effect"
 import { Driver } from "../loops/Driver.js"
+import { KernelConfig } from "../KernelConfig.js"
 import { wake } from "../ledger/Wakes.js"
 import { eventOf } from "../loops/Actions.js"
 import { beforeDispatch, canonicalCall } from "../heldcall/Facts.js"
@@ -97,9 +98,14 @@ export const attest = (data: Uint8Array) =>
       return { reply: replyFor(v), event }
     })
     if (reply.status === 202) {
-      yield* wake(p.held_id)
+      // The drive starts at once, on this process's view (its own append just made it current;
+      // an append from elsewhere is a CAS conflict that re-reads). The wake, which lets another
+      // process finish the call if this one stops, is written meanwhile: nothing irreversible
+      // happens before the execution claim, which writes its own wake first.
       const driver = yield* Driver
-      yield* Effect.forkDaemon(driver.drive(p.held_id).pipe(Effect.ignore))
+      const cfg = yield* KernelConfig
+      yield* Effect.forkDaemon(driver.drive(p.held_id, "cached").pipe(Effect.ignore))
+      yield* wake(p.held_id, { owner: cfg.owner, until: Date.now() + cfg.leaseMs })
     }
     return reply
   })
