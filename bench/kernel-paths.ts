@@ -168,28 +168,36 @@ const releaseFloor = async (e: Env, n: number): Promise<Array<number>> => {
   return out
 }
 
-/** Runs `f` Runs times and returns the median of each run's p50 and p99. */
-const repeated = async (f: () => Promise<Array<number>>) => {
+/**
+ * Runs `f` Runs times and returns the median of each run's p50 and p99, and the CPU the process
+ * `cpuPid` used per sample over the measured runs (the warm-up excluded).
+ */
+const repeated = async (f: () => Promise<Array<number>>, cpuPid?: number) => {
   await f() // warm-up, excluded
   const p50s: Array<number> = []
   const p99s: Array<number> = []
+  let cpu = 0
+  let samples = 0
   for (let r = 0; r < Runs; r++) {
+    const c0 = cpuPid === undefined ? 0 : cpuSeconds(cpuPid)
     const xs = await f()
+    cpu += cpuPid === undefined ? 0 : cpuSeconds(cpuPid) - c0
+    samples += xs.length
     p50s.push(median(xs))
     p99s.push(percentile(xs, 0.99))
   }
-  return { p50: median(p50s), p99: median(p99s) }
+  return { p50: median(p50s), p99: median(p99s), cpuMsPerSample: (cpu / Math.max(1, samples)) * 1000 }
 }
 
 export const runKernelPathBench = async (): Promise<Array<Row>> => {
   const e = await setup()
   try {
     const floor = await repeated(() => allowFloor(e, PerRun))
-    const k0 = cpuSeconds(e.kernels[0]!.pid)
-    const allow = await repeated(() => allowPath(e, PerRun))
-    note("kernel CPU per sequential ALLOW call (warm-up included)", ((cpuSeconds(e.kernels[0]!.pid) - k0) / ((Runs + 1) * PerRun)) * 1000, "ms")
+    const allow = await repeated(() => allowPath(e, PerRun), e.kernels[0]!.pid)
+    note("kernel CPU per sequential ALLOW call", allow.cpuMsPerSample, "ms")
     const rFloor = await repeated(() => releaseFloor(e, Math.max(20, PerRun / 4)))
-    const release = await repeated(() => heldRelease(e, Math.max(20, PerRun / 4)))
+    const release = await repeated(() => heldRelease(e, Math.max(20, PerRun / 4)), e.kernels[0]!.pid)
+    note("kernel CPU per held call (propose, hold, attest, release)", release.cpuMsPerSample, "ms")
     const rates: Array<number> = []
     const pubRates: Array<number> = []
     await allowThroughput(e, 500)
