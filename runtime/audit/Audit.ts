@@ -29,6 +29,37 @@ export const tally = () => {
 /** A check that did not run, and why. */
 export const skipped = (name: CheckName, note: string): CheckResult => ({ name, status: "skipped", checked: 0, violations: [], unverified: [], note })
 
+/** One held call re-folded and checked: its trace and one finding per check of `heldChecks`, in order. */
+export interface AuditedCall {
+  readonly call: Traced
+  readonly findings: ReadonlyArray<Finding>
+}
+
+/** Re-folds one call with the kernel's reducer and runs every pure check on it. */
+export const auditCall = (h: HeldHistory, ctx: CheckContext): AuditedCall => {
+  const call = trace(h)
+  return { call, findings: heldChecks.map((check) => check.run(call, ctx)) }
+}
+
+/**
+ * Accumulates audited calls in order: the traces (steps dropped unless `keepSteps`, so a long
+ * replay stays in young GC) and the findings per check; `results` gives one result per check,
+ * `delivery` noted when the context has no deliveries.
+ */
+export const auditTally = (options: { readonly keepSteps?: boolean } = {}) => {
+  const t = tally()
+  const traced: Array<Traced> = []
+  const add = ({ call, findings }: AuditedCall) => {
+    for (let i = 0; i < heldChecks.length; i++) t.add(heldChecks[i]!.name, findings[i]!)
+    traced.push(options.keepSteps === true ? call : { heldId: call.heldId, steps: [], facts: call.facts })
+  }
+  const results = (ctx: CheckContext): ReadonlyArray<CheckResult> =>
+    heldChecks.map((c) =>
+      c.name === "delivery" && ctx.deliveries === undefined ? withNote(t.result(c.name), "sessions stream not read: only calls that ended undelivered are checked") : t.result(c.name)
+    )
+  return { add, traced, results }
+}
+
 /**
  * Runs every pure check over in-memory histories (no NATS): re-folds each call with the
  * kernel's reducer and returns the final facts of each call (with its steps when `keepSteps`)
@@ -40,18 +71,9 @@ export const auditHistories = (
   ctx: CheckContext,
   options: { readonly keepSteps?: boolean } = {}
 ): { readonly traced: ReadonlyArray<Traced>; readonly checks: ReadonlyArray<CheckResult> } => {
-  const t = tally()
-  const traced: Array<Traced> = []
-  for (const h of histories) {
-    const call = trace(h)
-    for (const check of heldChecks) t.add(check.name, check.run(call, ctx))
-    // Steps are dropped once checked unless asked for: a long replay then stays in young GC.
-    traced.push(options.keepSteps === true ? call : { heldId: call.heldId, steps: [], facts: call.facts })
-  }
-  const checks = heldChecks.map((c) =>
-    c.name === "delivery" && ctx.deliveries === undefined ? withNote(t.result(c.name), "sessions stream not read: only calls that ended undelivered are checked") : t.result(c.name)
-  )
-  return { traced, checks }
+  const t = auditTally(options)
+  for (const h of histories) t.add(auditCall(h, ctx))
+  return { traced: t.traced, checks: t.results(ctx) }
 }
 
 const withNote = (r: CheckResult, note: string): CheckResult => ({ ...r, note })

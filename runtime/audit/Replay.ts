@@ -1,6 +1,5 @@
 import { Effect, Either, Layer, Schema } from "effect"
 import { layerNats, Nats, type NatsOptions } from "../ledger/Nats.js"
-import { decodeEventBytes } from "../ledger/EventLog.js"
 import { parseEvent } from "./internal/fastDecode.js"
 import { makeSignatureVerifier } from "./internal/SignatureVerifier.js"
 import type { SequencedEvent } from "../schema/Events.js"
@@ -8,9 +7,8 @@ import { HeldCallFacts } from "../schema/Facts.js"
 import { PolicyApplied } from "../schema/PolicyApplied.js"
 import { Buckets, Streams } from "../schema/Subjects.js"
 import { auditError, type AuditError } from "./AuditError.js"
-import { auditHistories, skipped, tally } from "./Audit.js"
+import { auditCall, auditTally, skipped, tally, type AuditedCall } from "./Audit.js"
 import type { AuditReport, CheckResult, ProjectionSummary, Violation } from "./AuditReport.js"
-import type { HeldHistory } from "./HeldHistory.js"
 import { makePinnedWasmLoader } from "./PluginObjects.js"
 import { DefaultRegistrySkewMs, policyHistory } from "./PolicyHistory.js"
 import { readOrdered, readSubject, streamLayout, type RawMessage, type ReadProgress } from "./StreamReader.js"
@@ -38,7 +36,7 @@ export interface ReplayOptions {
   readonly registrySkewMs?: number
   /** How long outstanding kernel work may take before it counts as missed (default 30 s). */
   readonly settleMs?: number
-  /** Worker threads verifying signatures during the read (default: one per spare core, at most 2; 0: main thread). */
+  /** Worker threads verifying signatures during the read (default: none on one core, else cores - 1, 2 to 4; 0: main thread). */
   readonly verifyWorkers?: number
   /** Called about once a second during long reads. */
   readonly onProgress?: (p: ReadProgress & { readonly phase: string }) => void
@@ -73,9 +71,18 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
     }
     const policy = policyHistory(records, options.registrySkewMs ?? DefaultRegistrySkewMs)
 
-    const calls = new Map<string, Array<SequencedEvent>>()
-    // Signatures are verified on worker threads while the stream is read.
+    // Messages are kept as bytes while the stream is read: each call is decoded, re-folded and
+    // checked in one go afterwards, so its objects die young. Envelopes are verified on worker
+    // threads meanwhile; a call is checked once its verdicts are in.
+    const calls = new Map<string, CallLog>()
     const verifier = yield* Effect.acquireRelease(Effect.sync(() => makeSignatureVerifier(options.verifyWorkers)), (v) => Effect.promise(() => v.finish()))
+    const submit = (log: CallLog, m: RawMessage) => {
+      // A body without these bytes has no envelope key, short of a JSON escape in the key: such an
+      // envelope gets no verdict here and the signatures check verifies it on the main thread.
+      if (Buffer.from(m.data.buffer, m.data.byteOffset, m.data.byteLength).indexOf(EnvelopeKey) < 0) return
+      verifier.submit(m.seq, m.data)
+      log.signed.push(m.seq)
+    }
     let events = 0
     let prevSeq = 0
     let firstSeq = 0
@@ -88,17 +95,10 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
       prevSeq = m.seq
       const heldId = m.subject.startsWith(layout.prefix) ? m.subject.slice(layout.prefix.length) : m.subject
       if (heldId === "_policy") return
-      let event: SequencedEvent["event"]
-      try {
-        event = parseEvent(m.data)
-      } catch (e) {
-        return fail(heldId, [m.seq], `an event does not decode: ${String(e).slice(0, 200)}`)
-      }
-      if ("envelope" in event && event.envelope !== undefined) verifier.submit(m.seq, m.data)
-      if (event.held_id !== heldId) fail(heldId, [m.seq], `an event of ${event.held_id} is stored on the subject of ${heldId}`)
-      let list = calls.get(heldId)
-      if (list === undefined) calls.set(heldId, (list = []))
-      list.push({ seq: m.seq, event })
+      let log = calls.get(heldId)
+      if (log === undefined) calls.set(heldId, (log = { heldId, messages: [], signed: [] }))
+      log.messages.push(m)
+      submit(log, m)
     }
 
     const progress = options.onProgress
@@ -109,46 +109,79 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
       yield* readOrdered(stream, start, layout.lastSeq, (m) => take(m, true), progress && ((p) => progress({ ...p, phase: "events" })))
       if ("fromSeq" in selection && selection.fromSeq < layout.firstSeq) fail("", [], `the selection starts at ${selection.fromSeq}, but ${stream} begins at ${layout.firstSeq} (earlier messages were purged)`)
     }
+    verifier.flush()
 
     // Calls the range touched are folded from their first event.
     let backfilled = 0
     if (firstSeq > layout.firstSeq && !("held" in selection)) {
       yield* Effect.forEach(
-        [...calls.keys()],
-        (heldId) =>
-          Effect.map(readSubject(stream, `${layout.prefix}${heldId}`, 1, firstSeq), (earlier) => {
+        [...calls.values()],
+        (log) =>
+          Effect.map(readSubject(stream, `${layout.prefix}${log.heldId}`, 1, firstSeq), (earlier) => {
             if (earlier.length === 0) return
-            const before: Array<SequencedEvent> = []
-            for (const m of earlier) {
-              try {
-                before.push({ seq: m.seq, event: decodeEventBytes(m.data) })
-              } catch (e) {
-                fail(heldId, [m.seq], `an event does not decode: ${String(e).slice(0, 200)}`)
-              }
-            }
             backfilled += earlier.length
-            calls.set(heldId, [...before, ...calls.get(heldId)!])
+            for (const m of earlier) submit(log, m)
+            log.messages.unshift(...earlier)
           }),
         { concurrency: 16, discard: true }
       )
+      verifier.flush()
     }
 
     const sessions = options.sessionsStream === undefined ? Streams.sessions : options.sessionsStream
     const deliveries = sessions === null ? { _tag: "skipped" as const, note: "sessions stream not read (disabled)" } : yield* readDeliveries(sessions, calls)
 
-    const verdicts = yield* Effect.promise(() => verifier.finish())
-
-    let newestAt = 0
-    for (const list of calls.values()) newestAt = Math.max(newestAt, Date.parse(list[list.length - 1]!.event.at))
+    const logs = [...calls.values()]
+    /** Per call, once decoded: the time of its last event that decodes (null: none does). */
+    const lastAt: Array<number | null | undefined> = new Array(logs.length)
+    let newestAt: number | undefined
     const ctx: CheckContext = {
       policy,
-      newestAt,
+      // Only the delivery check of an ended, undelivered call asks: most replays never compute it.
+      get newestAt() {
+        if (newestAt === undefined) {
+          newestAt = 0
+          for (let i = 0; i < logs.length; i++) {
+            const t = lastAt[i] ?? lastAtOf(logs[i]!)
+            if (t !== null) newestAt = Math.max(newestAt, t)
+          }
+        }
+        return newestAt
+      },
       settleMs: options.settleMs ?? 30_000,
-      verified: (seq) => verdicts.get(seq),
+      verified: (seq) => verifier.verdict(seq),
       ...(deliveries._tag === "read" ? { deliveries: deliveries.byHeld } : {})
     }
-    const histories: Array<HeldHistory> = [...calls].map(([heldId, evs]) => ({ heldId, events: evs }))
-    const { traced, checks } = auditHistories(histories, ctx, { keepSteps: options.rerunPlugins === true })
+    // Calls whose verdicts are in are checked while the workers verify the rest; results are
+    // tallied in stream order whatever order they were checked in.
+    const audited: Array<{ readonly stream: ReadonlyArray<Violation>; readonly call?: AuditedCall }> = new Array(logs.length)
+    let waiting = logs.map((_, i) => i)
+    while (waiting.length > 0) {
+      const later: Array<number> = []
+      for (const i of waiting) {
+        const log = logs[i]!
+        if (!log.signed.every(verifier.answered)) {
+          later.push(i)
+          continue
+        }
+        const d = decodeLog(log)
+        const last = d.events[d.events.length - 1]
+        lastAt[i] = last === undefined ? null : Date.parse(last.event.at)
+        audited[i] = last === undefined ? { stream: d.violations } : { stream: d.violations, call: auditCall({ heldId: log.heldId, events: d.events }, ctx) }
+      }
+      if (later.length > 0) yield* Effect.promise(() => verifier.next())
+      waiting = later
+    }
+    const tallied = auditTally({ keepSteps: options.rerunPlugins === true })
+    let heldCalls = 0
+    for (const a of audited) {
+      streamViolations.push(...a.stream)
+      if (a.call === undefined) continue
+      heldCalls++
+      tallied.add(a.call)
+    }
+    const traced = tallied.traced
+    const checks = tallied.results(ctx)
     const held = checks.map((c) => (c.name === "delivery" && deliveries._tag === "skipped" ? { ...c, note: deliveries.note } : c))
 
     const projection = options.factsBucket === null ? null : yield* compareAll(options.factsBucket ?? Buckets.facts, traced)
@@ -196,7 +229,7 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
       last_seq: lastSeq,
       events,
       backfilled,
-      held_calls: calls.size,
+      held_calls: heldCalls,
       policy_epochs: policy.epochs.map((e) => e.epoch),
       duration_ms: duration,
       events_per_second: Math.round(((events + backfilled) / Math.max(1, duration)) * 1000),
@@ -209,6 +242,50 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
 /** `replay` over its own connection (the CLI's entry point). */
 export const replayOver = (nats: NatsOptions, options: ReplayOptions = {}): Effect.Effect<AuditReport, AuditError> =>
   replay(options).pipe(Effect.provide(Layer.mapError(layerNats({ name: "wk-auditor", ...nats }), auditError("connect"))))
+
+/** The raw messages of one held call as read, and the seqs of those sent to the verifier. */
+interface CallLog {
+  readonly heldId: string
+  readonly messages: Array<RawMessage>
+  readonly signed: Array<number>
+}
+
+/** A call's messages decoded: the events that decode, and a stream violation for each that does not. */
+interface DecodedLog {
+  readonly events: ReadonlyArray<SequencedEvent>
+  readonly violations: ReadonlyArray<Violation>
+}
+
+const EnvelopeKey = Buffer.from('"envelope"')
+
+const decodeLog = (log: CallLog): DecodedLog => {
+  const events: Array<SequencedEvent> = []
+  const violations: Array<Violation> = []
+  for (const m of log.messages) {
+    let event: SequencedEvent["event"]
+    try {
+      event = parseEvent(m.data)
+    } catch (e) {
+      violations.push({ check: "stream", held_id: log.heldId, seqs: [m.seq], message: `an event does not decode: ${String(e).slice(0, 200)}` })
+      continue
+    }
+    if (event.held_id !== log.heldId) violations.push({ check: "stream", held_id: log.heldId, seqs: [m.seq], message: `an event of ${event.held_id} is stored on the subject of ${log.heldId}` })
+    events.push({ seq: m.seq, event })
+  }
+  return { events, violations }
+}
+
+/** The time of the last event of a call that decodes (null: none does). */
+const lastAtOf = (log: CallLog): number | null => {
+  for (let i = log.messages.length - 1; i >= 0; i--) {
+    try {
+      return Date.parse(parseEvent(log.messages[i]!.data).at)
+    } catch {
+      continue
+    }
+  }
+  return null
+}
 
 const range = (from: number, to: number): Array<number> => Array.from({ length: Math.min(to - from, 100) }, (_, i) => from + i)
 

@@ -180,6 +180,21 @@ describe("tampered copies of the stream fail with the right check", () => {
     expect(checkOf(r, "attestation-binding").violations[0]!.message).toContain("contract mismatch")
   })
 
+  it("a forged attestation whose envelope key is written with a JSON escape is still verified -> signatures", async () => {
+    // The replay sends bodies containing the bytes "envelope" to its verifier threads; this one
+    // decodes to an envelope without them, so the signatures check must verify it itself.
+    const isTarget = (m: CopiedMessage) => m.subject === on(ids["approved"]!) && m.body["type"] === "attestation.accepted"
+    const stream = await copyStream(
+      kernelConn,
+      original,
+      (ms) => ms.map((m) => (isTarget(m) ? { ...m, body: { ...m.body, envelope: { ...(m.body["envelope"] as object), sig: Buffer.alloc(64, 7).toString("base64") } } } : m)),
+      (m) => (isTarget(m) ? JSON.stringify(m.body).replace('"envelope":', '"\\u0065nvelope":') : JSON.stringify(m.body))
+    )
+    const r = await replayAs(nats.servers, "kernel", { stream, factsBucket: null })
+    expect(failedChecks(r)).toEqual(["signatures"])
+    expect(checkOf(r, "signatures").violations).toMatchObject([{ held_id: ids["approved"], message: expect.stringContaining("does not verify") }])
+  })
+
   it("an effect added without readiness (a parked call dispatched and recorded) -> effect-safety", async () => {
     const id = ids["open"]!
     const key = `${id}:g1`

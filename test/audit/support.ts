@@ -37,7 +37,13 @@ let copies = 0
  * `copy<n>.wk.v1.events.>`: the same history, renumbered from 1, as an attacker with write
  * access to a stream could leave it. Returns the stream name.
  */
-export const copyStream = async (nc: NatsConnection, messages: ReadonlyArray<CopiedMessage>, edit: (ms: Array<CopiedMessage>) => Array<CopiedMessage> = (ms) => ms): Promise<string> => {
+export const copyStream = async (
+  nc: NatsConnection,
+  messages: ReadonlyArray<CopiedMessage>,
+  edit: (ms: Array<CopiedMessage>) => Array<CopiedMessage> = (ms) => ms,
+  /** The stored text of each body (a forger need not write JSON the way the kernel does). */
+  serialize: (m: CopiedMessage) => string = (m) => JSON.stringify(m.body)
+): Promise<string> => {
   const n = ++copies
   const name = `WK_EVENTS_COPY${n}`
   const prefix = `copy${n}.`
@@ -45,7 +51,7 @@ export const copyStream = async (nc: NatsConnection, messages: ReadonlyArray<Cop
   await jsm.streams.add({ name, subjects: [`${prefix}wk.v1.events.>`], storage: StorageType.Memory })
   const js = jetstream(nc)
   for (const m of edit(messages.map((x) => ({ subject: x.subject, body: structuredClone(x.body) })))) {
-    await js.publish(`${prefix}${m.subject}`, new TextEncoder().encode(JSON.stringify(m.body)))
+    await js.publish(`${prefix}${m.subject}`, new TextEncoder().encode(serialize(m)))
   }
   return name
 }

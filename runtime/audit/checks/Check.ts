@@ -50,14 +50,27 @@ export interface HeldCheck {
 }
 
 /** Collects one check's findings for one call. */
-export const collector = (check: CheckName, heldId: string) => {
-  const violations: Array<Violation> = []
-  const unverified: Array<Unverified> = []
-  let checked = 0
-  return {
-    count: (n = 1) => void (checked += n),
-    fail: (seqs: ReadonlyArray<number>, message: string) => void violations.push({ check, held_id: heldId, seqs: [...seqs], message }),
-    unsure: (seqs: ReadonlyArray<number>, message: string) => void unverified.push({ held_id: heldId, seqs: [...seqs], message }),
-    done: (): Finding => ({ checked, violations, unverified })
+export const collector = (check: CheckName, heldId: string) => new Collector(check, heldId)
+
+// A class, not closures: one collector per check per call, on the replay's hot path.
+class Collector {
+  private readonly violations: Array<Violation> = []
+  private readonly unverified: Array<Unverified> = []
+  private checked = 0
+  constructor(
+    private readonly check: CheckName,
+    private readonly heldId: string
+  ) {}
+  count(n = 1): void {
+    this.checked += n
+  }
+  fail(seqs: ReadonlyArray<number>, message: string): void {
+    this.violations.push({ check: this.check, held_id: this.heldId, seqs: [...seqs], message })
+  }
+  unsure(seqs: ReadonlyArray<number>, message: string): void {
+    this.unverified.push({ held_id: this.heldId, seqs: [...seqs], message })
+  }
+  done(): Finding {
+    return { checked: this.checked, violations: this.violations, unverified: this.unverified }
   }
 }

@@ -10,6 +10,34 @@ type Guard = (u: unknown) => boolean
  */
 export const compileGuard = <A, I>(schema: Schema.Schema<A, I, never>): ((u: unknown) => u is A) => compile(schema.ast) as (u: unknown) => u is A
 
+/**
+ * The predicate of one of Schema's own filters (`int`, `pattern`, `minLength`, `maxLength`),
+ * read from its annotations, to skip the generic filter's issue machinery; undefined otherwise.
+ * Only applied after the refined type's own guard (a number, a string) has passed.
+ */
+const knownFilter = (ast: AST.Refinement): Guard | undefined => {
+  const id = ast.annotations[AST.SchemaIdAnnotationId]
+  const json = ast.annotations[AST.JSONSchemaAnnotationId] as Record<string, unknown> | undefined
+  if (id === Schema.IntSchemaId) return (u) => Number.isSafeInteger(u)
+  if (id === Schema.PatternSchemaId) {
+    const regex = (ast.annotations[Schema.PatternSchemaId] as { regex?: unknown } | undefined)?.regex
+    if (!(regex instanceof RegExp)) return undefined
+    return (u) => {
+      regex.lastIndex = 0
+      return regex.test(u as string)
+    }
+  }
+  if (id === Schema.MaxLengthSchemaId && typeof json?.["maxLength"] === "number") {
+    const max = json["maxLength"]
+    return (u) => (u as string).length <= max
+  }
+  if (id === Schema.MinLengthSchemaId && typeof json?.["minLength"] === "number") {
+    const min = json["minLength"]
+    return (u) => (u as string).length >= min
+  }
+  return undefined
+}
+
 const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
 const compile = (ast: AST.AST): Guard => {
@@ -31,6 +59,8 @@ const compile = (ast: AST.AST): Guard => {
     }
     case "Refinement": {
       const from = compile(ast.from)
+      const known = knownFilter(ast)
+      if (known !== undefined) return (u) => from(u) && known(u)
       return (u) => from(u) && Option.isNone(ast.filter(u, {}, ast))
     }
     case "Suspend": {

@@ -1,9 +1,10 @@
 // Signature verification off the main thread for audit replay: receives batches of raw event
-// messages, answers [seq, verdict] for each. Same rule as verifySignature in
+// messages (bodies back to back in one buffer, `ends[i]` where body i ends), answers one byte per
+// message: 1 verifies, 0 does not, 2 the body has no envelope. Same rule as verifySignature in
 // runtime/protocol/Authenticate.ts: ed25519 over the JCS (RFC 8785) bytes of envelope.payload.
 import { parentPort } from "node:worker_threads"
 import { createPublicKey, verify } from "node:crypto"
-import canonicalize from "canonicalize"
+import { jcs } from "./jcs.mjs"
 
 const SpkiPrefix = Buffer.from("302a300506032b6570032100", "hex")
 const keys = new Map()
@@ -27,19 +28,25 @@ const keyOf = (b64) => {
 
 const verdict = (data) => {
   try {
-    const env = JSON.parse(text.decode(data)).envelope
-    if (typeof env !== "object" || env === null || typeof env.key !== "string" || typeof env.sig !== "string") return false
+    const body = JSON.parse(text.decode(data))
+    if (typeof body !== "object" || body === null || !("envelope" in body) || body.envelope === undefined) return 2
+    const env = body.envelope
+    if (typeof env !== "object" || env === null || typeof env.key !== "string" || typeof env.sig !== "string") return 0
     const key = keyOf(env.key)
     const sig = Buffer.from(env.sig, "base64")
-    if (key === null || sig.length !== 64) return false
-    const message = canonicalize(env.payload)
-    if (message === undefined) return false
-    return verify(null, encoder.encode(message), key, sig)
+    if (key === null || sig.length !== 64) return 0
+    return verify(null, encoder.encode(jcs(env.payload)), key, sig) ? 1 : 0
   } catch {
-    return false
+    return 0
   }
 }
 
-parentPort.on("message", (batch) => {
-  parentPort.postMessage(batch.map(([seq, data]) => [seq, verdict(data)]))
+parentPort.on("message", ({ seqs, ends, bytes }) => {
+  const answers = new Uint8Array(seqs.length)
+  let start = 0
+  for (let i = 0; i < seqs.length; i++) {
+    answers[i] = verdict(bytes.subarray(start, ends[i]))
+    start = ends[i]
+  }
+  parentPort.postMessage(answers, [answers.buffer])
 })

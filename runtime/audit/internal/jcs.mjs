@@ -1,0 +1,65 @@
+// Shared by the main thread (through jcs.d.mts) and verifyWorker.mjs, which runs without a TypeScript loader.
+import canonicalize from "canonicalize"
+
+/**
+ * RFC 8785 (JCS) text of a value: the same output, and the same errors, as the `canonicalize`
+ * package behind `schema/Canonical.ts`, faster on plain JSON data (call digests, held ids and
+ * attestation digests of every signed event are on the replay's hot path): no `Set` per call,
+ * no per-character scan in JS, strings without characters to escape written as they are.
+ * Anything but plain JSON data (a non-finite number, a lone surrogate, `toJSON`, undefined,
+ * functions, very deep or cyclic values) goes to the package itself.
+ */
+export const jcs = (value) => {
+  const text = write(value, 0)
+  return text === undefined ? canonicalizeOrThrow(value) : text
+}
+
+const canonicalizeOrThrow = (value) => {
+  const text = canonicalize(value)
+  if (text === undefined) throw new TypeError("value has no canonical JSON form")
+  return text
+}
+
+/** Deeper than this goes to the package (which also detects cycles). */
+const MaxDepth = 64
+const NeedsEscape = /["\\\u0000-\u001f\u2028\u2029\ud800-\udfff]/
+
+const str = (s) => (!NeedsEscape.test(s) ? `"${s}"` : s.isWellFormed() ? JSON.stringify(s) : undefined)
+
+/** The JCS text, or undefined when the value is not plain JSON data. @returns {string | undefined} */
+const write = (v, depth) => {
+  switch (typeof v) {
+    case "string":
+      return str(v)
+    case "number":
+      return Number.isFinite(v) ? JSON.stringify(v) : undefined
+    case "boolean":
+      return v ? "true" : "false"
+    case "object": {
+      if (v === null) return "null"
+      if (depth >= MaxDepth) return undefined
+      if (typeof v.toJSON === "function") return undefined
+      if (Array.isArray(v)) {
+        let out = "["
+        for (let i = 0; i < v.length; i++) {
+          const x = write(v[i], depth + 1)
+          if (x === undefined) return undefined
+          out += i === 0 ? x : "," + x
+        }
+        return out + "]"
+      }
+      const o = v
+      const keys = Object.keys(o).sort()
+      let out = "{"
+      for (let i = 0; i < keys.length; i++) {
+        const k = str(keys[i])
+        const x = write(o[keys[i]], depth + 1)
+        if (k === undefined || x === undefined) return undefined
+        out += (i === 0 ? "" : ",") + k + ":" + x
+      }
+      return out + "}"
+    }
+    default:
+      return undefined
+  }
+}
