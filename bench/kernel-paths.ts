@@ -1,5 +1,9 @@
+import { spawn, type ChildProcess } from "node:child_process"
+import { join } from "node:path"
 import { jetstream } from "@nats-io/jetstream"
-import type { NatsConnection } from "@nats-io/transport-node"
+import type { NatsConnection, Subscription } from "@nats-io/transport-node"
+import { repoRoot } from "../runtime/cli/Paths.js"
+import { BareAllowSubject, BareReleaseSubject, BareToolSubject } from "./bare-kernel.js"
 import { DemoBank } from "../runtime/executor/DemoBank.js"
 import { Subjects } from "../runtime/schema/Subjects.js"
 import { startTestNats, type TestNats } from "../test/support/TestNats.js"
@@ -47,6 +51,18 @@ interface Env {
   readonly bank: DemoBank
   readonly kernels: Array<KernelProcess>
   readonly profiles: string
+  /** The floor's kernel process (bench/bare-kernel.ts) and the echo tool it calls, served here. */
+  readonly bare: ChildProcess
+  readonly bareTool: Subscription
+}
+
+const startBareKernel = async (servers: string): Promise<ChildProcess> => {
+  const child = spawn(process.execPath, ["--disable-warning=ExperimentalWarning", "--import", "tsx", join(repoRoot, "bench/bare-kernel.ts"), servers, String(AllowEvents), String(ReleaseEvents)], { cwd: repoRoot, stdio: ["ignore", "pipe", "inherit"] })
+  await new Promise<void>((resolve, reject) => {
+    child.stdout!.on("data", (d: Buffer) => d.toString().includes("bare kernel ready") && resolve())
+    child.once("exit", (code) => reject(new Error(`bench/bare-kernel.ts exited with ${code}`)))
+  })
+  return child
 }
 
 const setup = async (): Promise<Env> => {
@@ -63,15 +79,34 @@ const setup = async (): Promise<Env> => {
     tool,
     bank,
     kernels: [await startKernelProcess(nats.servers, profiles, {}, KernelNodeArgs)],
-    profiles
+    profiles,
+    bare: await startBareKernel(nats.servers),
+    bareTool: tool.subscribe(BareToolSubject, { callback: (_x, m) => void m.respond(m.data) })
   }
 }
 
 let seq = 0
 const nextCall = (amount: number, session = "bench") => ({ session_id: session, turn_id: "t", call_id: `b${++seq}`, tool: "money_transfer", args: { from: `a${seq}`, to: "b", amount } })
 
-/** The floor of one ALLOW call: a request/reply, a tool round trip, and the appends as bare publishes. */
-const allowFloor = async (e: Env, n: number): Promise<Array<number>> => {
+/**
+ * The floor of one ALLOW call: a request/reply to the bare kernel process, which makes one tool
+ * round trip (to an echo in this process, where the bench's tool runs too) and the appends as
+ * bare publishes. The same process hops as the measured path, none of the kernel's work.
+ */
+const allowFloor = (e: Env, n: number): Promise<Array<number>> => bareFloor(e, BareAllowSubject, n)
+
+const bareFloor = async (e: Env, subject: string, n: number): Promise<Array<number>> => {
+  const out: Array<number> = []
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now()
+    await e.floorClient.request(subject, Payload, { timeout: 5000 })
+    out.push(performance.now() - t0)
+  }
+  return out
+}
+
+/** The earlier floor, kept as a note: the same exchanges from one process (no kernel or tool process hop). */
+const oneProcessFloor = async (e: Env, n: number, events: number, session: boolean): Promise<Array<number>> => {
   const echo = e.kernelConn.subscribe("bench.echo", { callback: (_x, m) => void m.respond(m.data) })
   await e.kernelConn.flush()
   const js = jetstream(e.kernelConn)
@@ -80,9 +115,11 @@ const allowFloor = async (e: Env, n: number): Promise<Array<number>> => {
     const t0 = performance.now()
     await e.floorClient.request("bench.echo", Payload)
     await e.kernelConn.request("bench.echo", Payload)
-    for (let k = 0; k < AllowEvents; k++) await js.publish(`wk.v1.events.bench_floor_${i}`, Payload, { msgID: `floor-${seq}-${i}-${k}` })
+    for (let k = 0; k < events; k++) await js.publish(`wk.v1.events.bench_floor_${i}`, Payload, { msgID: `floor-${seq}-${i}-${k}` })
+    if (session) await js.publish(Subjects.sessionResults("bench-floor"), Payload)
     out.push(performance.now() - t0)
   }
+  seq++
   echo.unsubscribe()
   return out
 }
@@ -151,22 +188,8 @@ const heldRelease = async (e: Env, n: number): Promise<Array<number>> => {
   return out
 }
 
-const releaseFloor = async (e: Env, n: number): Promise<Array<number>> => {
-  const echo = e.kernelConn.subscribe("bench.echo2", { callback: (_x, m) => void m.respond(m.data) })
-  await e.kernelConn.flush()
-  const js = jetstream(e.kernelConn)
-  const out: Array<number> = []
-  for (let i = 0; i < n; i++) {
-    const t0 = performance.now()
-    await e.floorClient.request("bench.echo2", Payload)
-    await e.kernelConn.request("bench.echo2", Payload)
-    for (let k = 0; k < ReleaseEvents; k++) await js.publish(`wk.v1.events.bench_rfloor_${i}`, Payload, { msgID: `rfloor-${seq}-${i}-${k}` })
-    await js.publish(Subjects.sessionResults("bench-floor"), Payload)
-    out.push(performance.now() - t0)
-  }
-  echo.unsubscribe()
-  return out
-}
+/** The release floor: the bare kernel's tool round trip, the release's appends and the session publish. */
+const releaseFloor = (e: Env, n: number): Promise<Array<number>> => bareFloor(e, BareReleaseSubject, n)
 
 /**
  * Runs `f` Runs times and returns the median of each run's p50 and p99, and the CPU the process
@@ -193,9 +216,11 @@ export const runKernelPathBench = async (): Promise<Array<Row>> => {
   const e = await setup()
   try {
     const floor = await repeated(() => allowFloor(e, PerRun))
+    note("ALLOW floor from one process (no kernel or tool process hop), p50", (await repeated(() => oneProcessFloor(e, PerRun, AllowEvents, false))).p50, "ms")
     const allow = await repeated(() => allowPath(e, PerRun), e.kernels[0]!.pid)
     note("kernel CPU per sequential ALLOW call", allow.cpuMsPerSample, "ms")
     const rFloor = await repeated(() => releaseFloor(e, Math.max(20, PerRun / 4)))
+    note("release floor from one process, p50", (await repeated(() => oneProcessFloor(e, Math.max(20, PerRun / 4), ReleaseEvents, true))).p50, "ms")
     const release = await repeated(() => heldRelease(e, Math.max(20, PerRun / 4)), e.kernels[0]!.pid)
     note("kernel CPU per held call (propose, hold, attest, release)", release.cpuMsPerSample, "ms")
     const rates: Array<number> = []
@@ -239,6 +264,8 @@ export const runKernelPathBench = async (): Promise<Array<Row>> => {
   } finally {
     // SIGINT, so that a --cpu-prof profile is written
     await Promise.all(e.kernels.map((k) => k.stop()))
+    e.bareTool.unsubscribe()
+    e.bare.kill("SIGKILL")
     e.bank.stop()
     await Promise.all([e.agent, e.witness, e.kernelConn, e.floorClient, e.tool].map((c) => c.close()))
     await e.nats.dispose()
