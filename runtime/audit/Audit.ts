@@ -8,8 +8,8 @@ export const tally = () => {
   const add = (name: CheckName, f: Finding) => {
     const t = byName.get(name) ?? { checked: 0, violations: [], unverified: [] }
     t.checked += f.checked
-    t.violations.push(...f.violations)
-    t.unverified.push(...f.unverified)
+    if (f.violations.length > 0) t.violations.push(...f.violations)
+    if (f.unverified.length > 0) t.unverified.push(...f.unverified)
     byName.set(name, t)
   }
   const result = (name: CheckName, note?: string): CheckResult => {

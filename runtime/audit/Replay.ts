@@ -79,7 +79,7 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
     const submit = (log: CallLog, m: RawMessage) => {
       // A body without these bytes has no envelope key, short of a JSON escape in the key: such an
       // envelope gets no verdict here and the signatures check verifies it on the main thread.
-      if (Buffer.from(m.data.buffer, m.data.byteOffset, m.data.byteLength).indexOf(EnvelopeKey) < 0) return
+      if (indexOf.call(m.data, EnvelopeKey) < 0) return
       verifier.submit(m.seq, m.data)
       log.signed.push(m.seq)
     }
@@ -175,7 +175,7 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
     const tallied = auditTally({ keepSteps: options.rerunPlugins === true })
     let heldCalls = 0
     for (const a of audited) {
-      streamViolations.push(...a.stream)
+      if (a.stream.length > 0) streamViolations.push(...a.stream)
       if (a.call === undefined) continue
       heldCalls++
       tallied.add(a.call)
@@ -257,6 +257,8 @@ interface DecodedLog {
 }
 
 const EnvelopeKey = Buffer.from('"envelope"')
+// Buffer's native search works on any Uint8Array: no Buffer view per message.
+const indexOf = Buffer.prototype.indexOf as (this: Uint8Array, value: Uint8Array) => number
 
 const decodeLog = (log: CallLog): DecodedLog => {
   const events: Array<SequencedEvent> = []

@@ -52,10 +52,14 @@ export interface HeldCheck {
 /** Collects one check's findings for one call. */
 export const collector = (check: CheckName, heldId: string) => new Collector(check, heldId)
 
-// A class, not closures: one collector per check per call, on the replay's hot path.
+/** Shared by every finding without violations or unverified items (most of them). */
+const None: ReadonlyArray<never> = Object.freeze([])
+
+// A class, not closures: one collector per check per call, on the replay's hot path; the lists
+// are allocated on the first item.
 class Collector {
-  private readonly violations: Array<Violation> = []
-  private readonly unverified: Array<Unverified> = []
+  private violations: Array<Violation> | undefined
+  private unverified: Array<Unverified> | undefined
   private checked = 0
   constructor(
     private readonly check: CheckName,
@@ -65,12 +69,12 @@ class Collector {
     this.checked += n
   }
   fail(seqs: ReadonlyArray<number>, message: string): void {
-    this.violations.push({ check: this.check, held_id: this.heldId, seqs: [...seqs], message })
+    ;(this.violations ??= []).push({ check: this.check, held_id: this.heldId, seqs: [...seqs], message })
   }
   unsure(seqs: ReadonlyArray<number>, message: string): void {
-    this.unverified.push({ held_id: this.heldId, seqs: [...seqs], message })
+    ;(this.unverified ??= []).push({ held_id: this.heldId, seqs: [...seqs], message })
   }
   done(): Finding {
-    return { checked: this.checked, violations: this.violations, unverified: this.unverified }
+    return { checked: this.checked, violations: this.violations ?? None, unverified: this.unverified ?? None }
   }
 }

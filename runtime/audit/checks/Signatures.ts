@@ -17,8 +17,9 @@ const OpOf: Partial<Record<HeldEvent["type"], string>> = {
 const envelopeOf = (e: HeldEvent): Envelope | undefined => ("envelope" in e ? e.envelope : undefined)
 
 /** Where an event and the request it carries disagree (the envelope must sign what the event says). */
+const differs = (field: string, mine: unknown, theirs: unknown): string | null => (mine === theirs ? null : `event ${field} ${JSON.stringify(mine)} but the signed payload says ${JSON.stringify(theirs)}`)
+
 const mismatchOf = (heldId: string, e: HeldEvent, p: Envelope["payload"]): string | null => {
-  const differs = (field: string, mine: unknown, theirs: unknown) => (mine === theirs ? null : `event ${field} ${JSON.stringify(mine)} but the signed payload says ${JSON.stringify(theirs)}`)
   switch (e.type) {
     case "call.proposed": {
       if (e.tool === PolicyApplyTool && p["op"] === "policy.apply") {
