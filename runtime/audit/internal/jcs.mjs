@@ -6,8 +6,9 @@ import canonicalize from "canonicalize"
  * package behind `schema/Canonical.ts`, faster on plain JSON data (call digests, held ids and
  * attestation digests of every signed event are on the replay's hot path): no `Set` per call,
  * no per-character scan in JS, strings without characters to escape written as they are.
- * Anything but plain JSON data (a non-finite number, a lone surrogate, `toJSON`, undefined,
- * functions, very deep or cyclic values) goes to the package itself.
+ * Undefined members are left out and undefined array items written as null, as the package does (holes go to it);
+ * anything else but plain JSON data (a non-finite number, a lone surrogate, `toJSON`, functions,
+ * symbols, very deep or cyclic values) goes to the package itself.
  */
 export const jcs = (value) => {
   const text = write(value, 0)
@@ -42,7 +43,8 @@ const write = (v, depth) => {
       if (Array.isArray(v)) {
         let out = "["
         for (let i = 0; i < v.length; i++) {
-          const x = write(v[i], depth + 1)
+          // A hole is not undefined to the package (it writes nothing there): left to it.
+        const x = v[i] === undefined ? (i in v ? "null" : undefined) : write(v[i], depth + 1)
           if (x === undefined) return undefined
           out += i === 0 ? x : "," + x
         }
@@ -51,11 +53,16 @@ const write = (v, depth) => {
       const o = v
       const keys = Object.keys(o).sort()
       let out = "{"
+      let first = true
       for (let i = 0; i < keys.length; i++) {
+        const value = o[keys[i]]
+        // The package leaves out members whose value is undefined (the reducer's optional fields).
+        if (value === undefined) continue
         const k = str(keys[i])
-        const x = write(o[keys[i]], depth + 1)
+        const x = write(value, depth + 1)
         if (k === undefined || x === undefined) return undefined
-        out += (i === 0 ? "" : ",") + k + ":" + x
+        out += (first ? "" : ",") + k + ":" + x
+        first = false
       }
       return out + "}"
     }
