@@ -1,4 +1,4 @@
-import { Effect, Exit } from "effect"
+import { Effect } from "effect"
 import { KernelConfig } from "../KernelConfig.js"
 import { HeldCallStore, type Loaded } from "../ledger/HeldCallStore.js"
 import { acquireLease, releaseLease } from "../ledger/Leases.js"
@@ -9,8 +9,6 @@ import type { EffectDispatched, EffectOutcomeUnknown, EffectReadback, EffectReco
 import type { JsonValue } from "../schema/Json.js"
 import { eventOf, progress, requeue, type ActionResult } from "../loops/Actions.js"
 import { invokeTool, readbackTool } from "./ToolClient.js"
-import { admissionOf } from "../loops/Admit.js"
-import type { ActivePolicy } from "../policy/ActivePolicy.js"
 
 const leaseKey = (heldId: string) => `effect.${heldId}`
 
@@ -33,7 +31,7 @@ const withEffectLease = <E, R>(heldId: string, body: Effect.Effect<ActionResult,
  * the claim and wait for its lease to end. Then the tool is called with the idempotency key and
  * its outcome recorded; a lost reply is `outcome-unknown`, settled later by read-back.
  */
-export const execute = (loaded: Loaded, ctx: () => ReconcileContext, speculate?: { readonly policy: ActivePolicy }) =>
+export const execute = (loaded: Loaded, ctx: () => ReconcileContext) =>
   Effect.gen(function* () {
     const store = yield* HeldCallStore
     const cfg = yield* KernelConfig
@@ -59,25 +57,12 @@ export const execute = (loaded: Loaded, ctx: () => ReconcileContext, speculate?:
       eventOf<typeof EffectDispatched.Type>({ ...base, type: "effect.dispatched", event_id: `effect.dispatched:${heldId}:${key}:a${attempt}`, idempotency_key: key, attempt, owner: cfg.owner, lease_until: leaseUntil, policy_epoch: f.policy_epoch_checked })
     ])
     const outcome = yield* invokeTool(call.tool, heldId, key, call.args, cfg.toolTimeoutMs).pipe(Effect.either)
-    if (outcome._tag === "Left") {
-      yield* recordSurely(
-        dispatched,
-        eventOf<typeof EffectOutcomeUnknown.Type>({ ...base, type: "effect.outcome_unknown", event_id: `effect.outcome_unknown:${heldId}:${key}:a${attempt}`, idempotency_key: key, reason: outcome.left._tag === "NoResponders" ? `no tool service answers ${call.tool}` : outcome.left.reason, needs_witness: false })
-      )
-      return progress
-    }
-    const effect = outcome.right.ok ? { ok: true as const, result: outcome.right.result } : { ok: false as const, error: outcome.right.error }
-    const event = recorded(heldId, f.generation, key, effect, "dispatch")
-    if (speculate === undefined) {
-      yield* recordSurely(dispatched, event)
-      return progress
-    }
-    // Admission runs while the effect is being recorded; it is handed on only if the effect
-    // recorded is this one (our append went in first).
-    // A failing admission must not interrupt the record: its exit is kept, and the admit action
-    // runs admission again.
-    const [mine, admission] = yield* Effect.all([recordSurely(dispatched, event), Effect.exit(Effect.zipRight(Effect.yieldNow(), admissionOf(f, effect, speculate.policy)))], { concurrency: 2 })
-    return mine && Exit.isSuccess(admission) ? ({ _tag: "Progress", hints: { admission: { generation: f.generation, epoch: speculate.policy.epoch, value: admission.value } } } satisfies ActionResult) : progress
+    const event: HeldEvent =
+      outcome._tag === "Right"
+        ? recorded(heldId, f.generation, key, outcome.right.ok ? { ok: true, result: outcome.right.result } : { ok: false, error: outcome.right.error }, "dispatch")
+        : eventOf<typeof EffectOutcomeUnknown.Type>({ ...base, type: "effect.outcome_unknown", event_id: `effect.outcome_unknown:${heldId}:${key}:a${attempt}`, idempotency_key: key, reason: outcome.left._tag === "NoResponders" ? `no tool service answers ${call.tool}` : outcome.left.reason, needs_witness: false })
+    yield* recordSurely(dispatched, event)
+    return progress
   })
 
 const recorded = (heldId: string, generation: number, key: string, r: { ok: true; result: JsonValue } | { ok: false; error: string }, via: "dispatch" | "readback") =>
@@ -85,21 +70,19 @@ const recorded = (heldId: string, generation: number, key: string, r: { ok: true
 
 /**
  * Appends what an effect did, re-reading on conflicts (a policy change may land between
- * dispatch and record). Dying here is what read-back recovery is for. True when this append
- * is the one that recorded the effect.
+ * dispatch and record). Dying here is what read-back recovery is for.
  */
 const recordSurely = (loaded: Loaded, event: HeldEvent) =>
   Effect.gen(function* () {
     const store = yield* HeldCallStore
     let current: Loaded | null = loaded
     for (let i = 0; i < 20 && current !== null; i++) {
-      if (current.facts.seen.includes(event.event_id) || current.facts.execution === "effect-recorded") return false
+      if (current.facts.seen.includes(event.event_id) || current.facts.execution === "effect-recorded") return
       const r = yield* store.append(current, [event]).pipe(Effect.either)
-      if (r._tag === "Right") return true
+      if (r._tag === "Right") return
       if (r.left._tag !== "AppendConflict") return yield* r.left
       current = yield* store.load(loaded.facts.held_id)
     }
-    return false
   })
 
 /**

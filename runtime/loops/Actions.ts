@@ -1,9 +1,8 @@
 import type { HeldEvent } from "../schema/Events.js"
-import type { Prejudged } from "./Prejudged.js"
 
 /** What performing one action led to: new facts to re-plan from, or a wait. */
 export type ActionResult =
-  | { readonly _tag: "Progress"; readonly hints?: Prejudged }
+  | { readonly _tag: "Progress" }
   | { readonly _tag: "Requeue"; readonly afterMs: number }
 
 export const progress: ActionResult = { _tag: "Progress" }

@@ -14,7 +14,6 @@ import type { CallAdjudicated, CallDenied, CallHeld, HeldEvent } from "../schema
 import type { HeldCallFacts } from "../schema/Facts.js"
 import type { JsonObject } from "../schema/Json.js"
 import { eventOf, progress } from "./Actions.js"
-import type { Prejudged } from "./Prejudged.js"
 
 /**
  * The kernel floor, then the adjudicator, then per-call preferences (which only narrow).
@@ -46,14 +45,12 @@ export const decide = (facts: HeldCallFacts, policy: ActivePolicy, now: number) 
   })
 
 /** The `adjudicate` action: records the verdict for the current generation and policy epoch. */
-export const adjudicate = (loaded: Loaded, policy: ActivePolicy, prejudged?: Prejudged["adjudication"]) =>
+export const adjudicate = (loaded: Loaded, policy: ActivePolicy) =>
   Effect.gen(function* () {
     const store = yield* HeldCallStore
     const f = loaded.facts
-    const a =
-      prejudged !== undefined && prejudged.generation === f.generation && prejudged.epoch === policy.epoch && prejudged.callDigest === f.spec?.call_digest
-        ? prejudged.value
-        : yield* decide(f, policy, Date.now())
+    const now = Date.now()
+    const a = yield* decide(f, policy, now)
     const base = { held_id: f.held_id, generation: f.generation }
     const digest = a.contract ? contractDigest(a.contract) : undefined
     const spec = f.spec!

@@ -6,28 +6,18 @@ import type { ResultAdmitted, ResultQuarantined } from "../schema/Events.js"
 import type { JsonValue } from "../schema/Json.js"
 import { eventOf, progress } from "./Actions.js"
 import { canonicalCall } from "../heldcall/Facts.js"
-import type { HeldCallFacts } from "../schema/Facts.js"
-import type { Prejudged } from "./Prejudged.js"
-
-/** What admission is shown of an effect: its result, or the tool's error as `{error}`. */
-export const admittedValue = (effect: { readonly ok: boolean; readonly result?: JsonValue | undefined; readonly error?: string | undefined }): JsonValue =>
-  effect.ok ? (effect.result ?? null) : { error: effect.error ?? "tool failed" }
-
-/** Runs result admission for the effect `effect` of the call `f`. */
-export const admissionOf = (f: HeldCallFacts, effect: Parameters<typeof admittedValue>[0], policy: ActivePolicy) =>
-  Effect.flatMap(Admission, (admission) => {
-    const call = canonicalCall(f)!
-    return admission.admit({ principal: f.spec!.principal, tool: call.tool, args: call.args, result: admittedValue(effect), policy })
-  })
 
 /** The `admit` action: result admission runs before any model can see the result. */
-export const admit = (loaded: Loaded, policy: ActivePolicy, prejudged?: Prejudged["admission"]) =>
+export const admit = (loaded: Loaded, policy: ActivePolicy) =>
   Effect.gen(function* () {
     const store = yield* HeldCallStore
+    const admission = yield* Admission
     const f = loaded.facts
+    const spec = f.spec!
     const effect = f.effect!
-    const result = admittedValue(effect)
-    const a = prejudged !== undefined && prejudged.generation === f.generation && prejudged.epoch === policy.epoch ? prejudged.value : yield* admissionOf(f, effect, policy)
+    const result: JsonValue = effect.ok ? (effect.result ?? null) : { error: effect.error ?? "tool failed" }
+    const call = canonicalCall(f)!
+    const a = yield* admission.admit({ principal: spec.principal, tool: call.tool, args: call.args, result, policy })
     const base = { held_id: f.held_id, generation: f.generation }
     yield* store.append(loaded, [
       a.admitted

@@ -16,7 +16,6 @@ import { admit } from "./Admit.js"
 import { deliver } from "./Deliver.js"
 import { report } from "./Report.js"
 import { progress, type ActionResult } from "./Actions.js"
-import { noHints, type Prejudged } from "./Prejudged.js"
 
 /** Where one drive left a held call: its facts, and when to look again (null: only on a new event). */
 export interface Driven {
@@ -36,16 +35,8 @@ const MaxRounds = 32
 export class Driver extends Context.Tag("wk/Driver")<
   Driver,
   {
-    /**
-     * `freshness` applies to the first read; later rounds read this process's own appends.
-     * `hints`: policy work already done for this call (see Prejudged).
-     */
-    readonly drive: (heldId: string, freshness?: Freshness, hints?: Prejudged) => Effect.Effect<Driven, LedgerError>
-    /**
-     * Whether this process is driving nothing else: only then is there idle CPU to overlap a
-     * call's policy work with its appends (under load the overlap would only add fibers).
-     */
-    readonly idle: () => boolean
+    /** `freshness` applies to the first read; later rounds read this process's own appends. */
+    readonly drive: (heldId: string, freshness?: Freshness) => Effect.Effect<Driven, LedgerError>
   }
 >() {}
 
@@ -62,20 +53,17 @@ export const makeDriver = Effect.gen(function* () {
   })
 
   type Deps = Nats | HeldCallStore | PolicyStore | Adjudicator | Admission | KernelConfig
-  // Drives in progress in this process (see `idle`).
-  let active = 0
-
-  const perform = (action: Action, loaded: Loaded, policy: ActivePolicy, hints: Prejudged): Effect.Effect<ActionResult, LedgerError | AppendConflict, Deps> => {
+  const perform = (action: Action, loaded: Loaded, policy: ActivePolicy): Effect.Effect<ActionResult, LedgerError | AppendConflict, Deps> => {
     const heldId = loaded.facts.held_id
     switch (action.kind) {
       case "adjudicate":
-        return adjudicate(loaded, policy, hints.adjudication)
+        return adjudicate(loaded, policy)
       case "execute":
-        return execute(loaded, () => contextFor(policy), active <= 1 ? { policy } : undefined)
+        return execute(loaded, () => contextFor(policy))
       case "resolve":
         return resolve(heldId)
       case "admit":
-        return admit(loaded, policy, hints.admission)
+        return admit(loaded, policy)
       case "deliver":
         return deliver(loaded)
       case "report":
@@ -96,12 +84,11 @@ export const makeDriver = Effect.gen(function* () {
     }).pipe(Effect.ignore)
   }
 
-  const drive = (heldId: string, freshness: Freshness = "fresh", initialHints: Prejudged = noHints) =>
+  const drive = (heldId: string, freshness: Freshness = "fresh") =>
     store.serialized(
       heldId,
       Effect.gen(function* () {
         let last: Loaded | null = null
-        let hints = initialHints
         const done = (r: Driven) => Effect.as(last !== null ? store.project(last) : Effect.void, r)
         for (let round = 0; round < MaxRounds; round++) {
           const loaded = yield* store.load(heldId, round === 0 ? freshness : "cached")
@@ -120,30 +107,20 @@ export const makeDriver = Effect.gen(function* () {
           if (action === undefined) {
             return yield* done({ facts: loaded.facts, requeueMs: plan.requeueMs })
           }
-          const result = yield* perform(action, loaded, policy, hints).pipe(
+          const result = yield* perform(action, loaded, policy).pipe(
             Effect.catchTag("AppendConflict", () => Effect.succeed(progress))
           )
           if (result._tag === "Requeue") return yield* done({ facts: loaded.facts, requeueMs: result.afterMs })
-          // A hint serves the next action only.
-          hints = result.hints ?? noHints
           if (action.kind === "adjudicate") {
             const after = yield* store.load(heldId, "cached")
             if (after !== null) yield* index(loaded.facts, after.facts)
           }
         }
         return yield* done({ facts: last?.facts ?? null, requeueMs: 100 })
-      }).pipe(Effect.provide(context), counted)
+      }).pipe(Effect.provide(context))
     )
 
-  const counted = <A, E, R>(body: Effect.Effect<A, E, R>) =>
-    Effect.uninterruptibleMask((restore) =>
-      Effect.suspend(() => {
-        active++
-        return Effect.ensuring(restore(body), Effect.sync(() => void active--))
-      })
-    )
-
-  return Driver.of({ drive, idle: () => active === 0 })
+  return Driver.of({ drive })
 })
 
 export const layerDriver = Layer.effect(Driver, makeDriver)

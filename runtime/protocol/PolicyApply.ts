@@ -11,7 +11,7 @@ import { PolicyApplyPayload } from "../schema/Requests.js"
 import { Buckets } from "../schema/Subjects.js"
 import { forbidden, invalidRequest, proposeReply, unavailable, type Reply } from "./Replies.js"
 import { signedRequest, type Signed } from "./Request.js"
-import { record, Recorded } from "./Propose.js"
+import { record } from "./Propose.js"
 import { effectivePreferences } from "../policy/Preferences.js"
 import { heldIdOf } from "../schema/Canonical.js"
 import type { ProposePayload } from "../schema/Requests.js"
@@ -42,8 +42,8 @@ const heldChange = (req: Signed<ProposePayload>) =>
     const p = req.payload
     const heldId = heldIdOf(p.principal, p.session_id, p.turn_id, p.call_id)
     const recorded = yield* record(heldId, req, effectivePreferences(req.policy, p.principal, undefined))
-    if (!(recorded instanceof Recorded)) return recorded
-    const driven = yield* (yield* Driver).drive(heldId, "cached", recorded.hints)
+    if (recorded !== "ok") return recorded
+    const driven = yield* (yield* Driver).drive(heldId, "cached")
     return (driven.facts === null ? null : proposeReply(driven.facts)) ?? unavailable(`policy change ${heldId} was recorded but not yet decided; read it with held.get`)
   })
 

@@ -1,11 +1,8 @@
-import { Effect, Exit } from "effect"
+import { Effect } from "effect"
 import { HeldCallStore, type Loaded } from "../ledger/HeldCallStore.js"
 import { Driver } from "../loops/Driver.js"
 import { KernelConfig } from "../KernelConfig.js"
 import { beforeDispatch, initialFacts } from "../heldcall/Facts.js"
-import { evolve } from "../heldcall/Reducer.js"
-import { decide } from "../loops/Adjudicate.js"
-import { noHints, type Prejudged } from "../loops/Prejudged.js"
 import { callDigest, heldIdOf } from "../schema/Canonical.js"
 import { ProposePayload } from "../schema/Requests.js"
 import { wake } from "../ledger/Wakes.js"
@@ -50,17 +47,17 @@ export const propose = (data: Uint8Array) =>
       }
       edge = attached
     }
-    const recorded = yield* record(heldId, req, prefs, edge, driver.idle())
-    if (!(recorded instanceof Recorded)) return recorded
+    const recorded = yield* record(heldId, req, prefs, edge)
+    if (recorded !== "ok") return recorded
     // A nested call must report its end to its parent even if this process stops: the wake is durable.
     if (edge !== undefined) yield* wake(heldId)
     if (prefs.wait?.mode === "background") {
       // The wake makes the controller drive the call even if this process stops right now.
       yield* wake(heldId)
-      yield* Effect.forkDaemon(driver.drive(heldId, "cached", recorded.hints).pipe(Effect.ignore))
+      yield* Effect.forkDaemon(driver.drive(heldId, "cached").pipe(Effect.ignore))
       return accepted(heldId, p.session_id)
     }
-    const driven = yield* driver.drive(heldId, "cached", recorded.hints)
+    const driven = yield* driver.drive(heldId, "cached")
     const reply = driven.facts === null ? null : proposeReply(driven.facts)
     if (reply !== null && reply.status === 202 && prefs.wait?.mode === "block" && prefs.wait.max_ms > 0) {
       return (yield* awaitEnd(heldId, prefs.wait.max_ms)) ?? (yield* currentReply(heldId, reply))
@@ -90,17 +87,8 @@ const currentReply = (heldId: string, fallback: Reply) =>
     return (loaded === null ? null : proposeReply(loaded.facts)) ?? fallback
   })
 
-/** The proposal is in the log; `hints` carries the verdict if it was decided while the append was in flight. */
-export class Recorded {
-  readonly _tag = "Recorded"
-  constructor(readonly hints: Prejudged) {}
-}
-
-/**
- * Writes the proposal (or its edit) unless the call already has this exact digest. With
- * `speculate` (this process has idle CPU), the verdict is decided while the append is in flight.
- */
-export const record = (heldId: string, req: Signed<ProposePayload>, prefs: Preferences, edge?: Edge, speculate = false) =>
+/** Writes the proposal (or its edit) unless the call already has this exact digest. */
+export const record = (heldId: string, req: Signed<ProposePayload>, prefs: Preferences, edge?: Edge) =>
   Effect.gen(function* () {
     const store = yield* HeldCallStore
     const p = req.payload
@@ -116,7 +104,7 @@ export const record = (heldId: string, req: Signed<ProposePayload>, prefs: Prefe
           if (f.spec !== null && f.spec.parent_held_id !== edge?.parent_held_id) {
             return conflict("dependency_mismatch", `held call ${heldId} ${f.spec.parent_held_id === undefined ? "is a root call" : `is a dependency of ${f.spec.parent_held_id}`}; a proposal with another parent_held_id needs a new call_id`)
           }
-          if (f.spec !== null && f.spec.call_digest === digest) return new Recorded(noHints)
+          if (f.spec !== null && f.spec.call_digest === digest) return "ok" as const
           if (f.spec !== null && !beforeDispatch(f)) {
             return f.lifecycle === "open" || f.lifecycle === "completed"
               ? conflict("already_dispatched", `held call ${heldId} was already dispatched; a changed proposal needs a new call_id`)
@@ -127,23 +115,8 @@ export const record = (heldId: string, req: Signed<ProposePayload>, prefs: Prefe
           // A nested call never outlives the call it serves.
           const ttl = Math.min(req.policy.heldTtlMs, prefs.expires_in_ms ?? Number.POSITIVE_INFINITY, edge === undefined ? Number.POSITIVE_INFINITY : Math.max(0, Date.parse(edge.parent_expires_at) - now))
           const event = proposedEvent({ heldId, generation, req, digest, now, expiresAt: now + ttl, ...(edge !== undefined ? { parent: edge } : {}) })
-          if (!speculate) {
-            const r = yield* store.append(loaded, [event]).pipe(Effect.either)
-            if (r._tag === "Right") return new Recorded(noHints)
-            if (r.left._tag !== "AppendConflict") return yield* r.left
-            continue
-          }
-          // The verdict depends only on the proposal and the policy: decided while the proposal
-          // is appended (after the append's write is flushed: yieldNow), checked against the
-          // facts before it is used. A failed decision leaves the adjudicate action to decide.
-          const proposed = evolve(f, { seq: f.last_seq + 1, event })
-          const [r, judged] = yield* Effect.all(
-            [store.append(loaded, [event]).pipe(Effect.either), Effect.exit(Effect.zipRight(Effect.yieldNow(), decide(proposed, req.policy, now)))],
-            { concurrency: 2 }
-          )
-          if (r._tag === "Right") {
-            return new Recorded(Exit.isSuccess(judged) ? { adjudication: { generation, epoch: req.policy.epoch, callDigest: digest, value: judged.value } } : noHints)
-          }
+          const r = yield* store.append(loaded, [event]).pipe(Effect.either)
+          if (r._tag === "Right") return "ok" as const
           if (r.left._tag !== "AppendConflict") return yield* r.left
         }
         return unavailable(`held call ${heldId} is changing too fast; retry`)
