@@ -32,7 +32,7 @@ const request = <A, I>(schema: Schema.Schema<A, I>, subject: string, tool: strin
     const nats = yield* Nats
     const msg = yield* Effect.tryPromise({
       try: () => nats.request(subject, encoder.encode(JSON.stringify(body)), { timeoutMs }),
-      catch: (cause) => (cause instanceof RequestFailed && cause.noResponders ? new NoResponders({ tool }) : new ToolUnanswered({ tool, reason: String(cause) }))
+      catch: (cause) => (cause instanceof RequestFailed && cause.reason === "no_responders" ? new NoResponders({ tool }) : new ToolUnanswered({ tool, reason: String(cause) }))
     })
     return yield* Schema.decodeUnknown(schema)(msg.json()).pipe(
       Effect.mapError((e) => new ToolUnanswered({ tool, reason: `reply is not protocol: ${e.message}` }))

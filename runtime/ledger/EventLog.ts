@@ -56,26 +56,23 @@ export const appendEvents = <A = number>(
     run().catch((e) => resume(Effect.die(e)))
   })
 
-/** Reads every event of one held call after stream sequence `afterSeq`, in order (direct gets). */
-export const eventsAfter = async (nats: Context.Tag.Service<typeof Nats>, heldId: string, afterSeq: number): Promise<Array<SequencedEvent>> => {
-  const out: Array<SequencedEvent> = []
-  let seq = afterSeq + 1
-  for (;;) {
-    const m = await nats.jsm.direct.getMessage(Streams.events, { next_by_subj: Subjects.events(heldId), seq })
-    if (m === null) return out
-    out.push({ seq: m.seq, event: decodeEvent(m.json()) })
-    seq = m.seq + 1
-  }
-}
-
-/** `eventsAfter` as an effect on a given connection. */
+/** Reads every event of one held call after stream sequence `afterSeq`, in order (direct gets), on a given connection. */
 export const readEventsAfterWith = (nats: Context.Tag.Service<typeof Nats>, heldId: string, afterSeq: number) =>
   Effect.tryPromise({
-    try: () => eventsAfter(nats, heldId, afterSeq),
+    try: async () => {
+      const out: Array<SequencedEvent> = []
+      let seq = afterSeq + 1
+      for (;;) {
+        const m = await nats.jsm.direct.getMessage(Streams.events, { next_by_subj: Subjects.events(heldId), seq })
+        if (m === null) return out
+        out.push({ seq: m.seq, event: decodeEvent(m.json()) })
+        seq = m.seq + 1
+      }
+    },
     catch: (cause) => new LedgerError({ operation: `read events of ${heldId}`, message: String(cause), cause })
   })
 
-/** `eventsAfter` as an effect on the `Nats` service. */
+/** `readEventsAfterWith` on the `Nats` service. */
 export const readEventsAfter = (heldId: string, afterSeq: number) => Effect.flatMap(Nats, (nats) => readEventsAfterWith(nats, heldId, afterSeq))
 
 /** Decodes one stream message body as an event (for consumers and the auditor). */

@@ -100,10 +100,10 @@ export const makeHeldCallStore = Effect.gen(function* () {
   // Highest sequence this process has projected per call (bounded like the cache).
   const projected = new Map<string, number>()
   const project = (loaded: Loaded) =>
-    Effect.suspend(() => {
+    Effect.sync(() => {
       const heldId = loaded.facts.held_id
       const before = projected.get(heldId) ?? 0
-      if (before >= loaded.facts.last_seq) return Effect.void
+      if (before >= loaded.facts.last_seq) return
       // Claimed before the write so concurrent drives of this call do not race to write it.
       projected.delete(heldId)
       projected.set(heldId, loaded.facts.last_seq)
@@ -120,7 +120,6 @@ export const makeHeldCallStore = Effect.gen(function* () {
           () => void projected.set(heldId, before)
         )
       )
-      return Effect.void
     })
 
   const serialized = <A, E, R>(heldId: string, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>

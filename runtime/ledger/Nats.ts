@@ -36,10 +36,10 @@ export interface PublishOptions {
   readonly lastSubjectSequence?: number
 }
 
-/** A request nobody answered in time, the connection closed under it, or nobody serves the subject (`noResponders`). */
+/** A request nobody answered in time, the connection closed under it, or nobody serves the subject. */
 export class RequestFailed extends Error {
-  constructor(message: string, readonly noResponders = false) {
-    super(message)
+  constructor(readonly reason: "timeout" | "closed" | "no_responders", timeoutMs: number) {
+    super(reason === "timeout" ? `request timed out after ${timeoutMs} ms` : reason === "closed" ? "connection closed" : "503 no responders")
     this.name = "RequestFailed"
   }
 }
@@ -74,7 +74,7 @@ const makeRequester = (nc: NatsConnection, inboxPrefix: string | undefined) => {
       if (w === undefined) return
       waiting.delete(id)
       const h = msg.headers
-      if (msg.data.length === 0 && h !== undefined && h.hasError && h.code === 503) return w.reject(new RequestFailed("503 no responders", true))
+      if (msg.data.length === 0 && h !== undefined && h.hasError && h.code === 503) return w.reject(new RequestFailed("no_responders", w.timeoutMs))
       w.resolve(msg)
     }
   })
@@ -85,7 +85,7 @@ const makeRequester = (nc: NatsConnection, inboxPrefix: string | undefined) => {
     for (const [id, w] of waiting) {
       if (closed || w.deadline <= now) {
         waiting.delete(id)
-        w.reject(new RequestFailed(closed ? "connection closed" : `request timed out after ${w.timeoutMs} ms`))
+        w.reject(new RequestFailed(closed ? "closed" : "timeout", w.timeoutMs))
       }
     }
   }, 25)
@@ -114,7 +114,9 @@ const makePublisher = (request: ReturnType<typeof makeRequester>, timeoutMs: num
     try {
       msg = await request(subject, data, { timeoutMs, headers: h })
     } catch (e) {
-      if (e instanceof RequestFailed) throw new PublishError(e.noResponders ? "no responders: JetStream is not available for this subject" : e.message.replace("request", "JetStream publish"))
+      if (e instanceof RequestFailed) {
+        throw new PublishError(e.reason === "no_responders" ? "no responders: JetStream is not available for this subject" : e.reason === "closed" ? "connection closed" : `JetStream publish timed out after ${timeoutMs} ms`)
+      }
       throw e
     }
     if (msg.data.length === 0 && msg.headers?.hasError) throw new PublishError(`JetStream publish failed: ${msg.headers.status}`)

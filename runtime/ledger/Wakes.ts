@@ -37,25 +37,18 @@ export const drivingOf = (data: Uint8Array): Driving | null => {
  * enables work. `WK_WAKES` keeps at most one wake per call; the controller consumes it and
  * either acks (nothing left to do) or asks for it again after the reconciler's delay.
  */
-export const wake = (heldId: string, driving?: Driving) =>
-  Effect.gen(function* () {
-    const { publish } = yield* Nats
-    yield* Effect.tryPromise({
-      try: () => publish(Subjects.wake(heldId), bodyOf(driving)),
-      catch: (cause) => new LedgerError({ operation: `wake ${heldId}`, message: String(cause), cause })
-    })
-  })
+export const wake = (heldId: string, driving?: Driving): Effect.Effect<void, LedgerError, Nats> => Effect.flatten(startWake(heldId, driving))
 
 /**
- * Starts the claim's wake now and returns the effect that awaits its ack: the caller's next
+ * Starts the wake's publish now and returns the effect that awaits its ack: the caller's next
  * write (the execution claim) goes out in the same socket flush, without forking fibers.
  */
-export const startWake = (heldId: string, driving: Driving) =>
+export const startWake = (heldId: string, driving?: Driving) =>
   Effect.map(Nats, ({ publish }) => {
     const acked = publish(Subjects.wake(heldId), bodyOf(driving))
     acked.catch(() => undefined) // observed by the returned effect
     return Effect.tryPromise({
-      try: () => acked,
+      try: () => acked.then(() => undefined),
       catch: (cause) => new LedgerError({ operation: `wake ${heldId}`, message: String(cause), cause })
     })
   })
