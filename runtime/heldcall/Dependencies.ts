@@ -26,17 +26,17 @@ export type EdgeCheck =
   | { readonly _tag: "Refused"; readonly reason: string }
 
 /**
- * A child whose held id or call digest is already in its chain would wait on itself: a cycle.
- * A child deeper than `bound` (root depth 0) exceeds the profile's bound. Both refuse the edge.
+ * A child whose held id is already in its chain would wait on itself: a cycle. The same call
+ * (an equal digest) under another held id is a different call and no cycle: it is adjudicated
+ * on its own, and the depth bound ends any chain. A child deeper than `bound` (root depth 0)
+ * exceeds the profile's bound. Both refuse the edge.
  */
 export const checkEdge = (parent: HeldCallFacts, child: { readonly held_id: string; readonly call_digest: string }, bound: number): EdgeCheck => {
   const chain = chainOf(parent)
-  const digests = new Set([...chain.map((a) => a.call_digest), parent.spec?.call_digest ?? ""])
-  const at = chain.findIndex((a) => a.held_id === child.held_id || a.call_digest === child.call_digest)
-  if (chain.some((a) => a.held_id === child.held_id) || digests.has(child.call_digest)) {
-    const from = at >= 0 ? at : chain.length - 1
-    const loop = [...chain.slice(from).map((a) => a.held_id), child.held_id]
-    return { _tag: "Refused", reason: `dependency cycle: ${loop.join(" -> ")} (call ${child.call_digest.slice(0, 12)} already waits on this chain)` }
+  const at = chain.findIndex((a) => a.held_id === child.held_id)
+  if (at >= 0) {
+    const loop = [...chain.slice(at).map((a) => a.held_id), child.held_id]
+    return { _tag: "Refused", reason: `dependency cycle: ${loop.join(" -> ")} (held call ${child.held_id} already waits on this chain)` }
   }
   const depth = chain.length
   if (depth > bound) return { _tag: "Refused", reason: `dependency depth ${depth} exceeds max_dependency_depth ${bound}` }
@@ -46,16 +46,39 @@ export const checkEdge = (parent: HeldCallFacts, child: { readonly held_id: stri
 /** Dependencies the call still waits for. */
 export const openDependencies = (f: HeldCallFacts): ReadonlyArray<Dependency> => (f.dependencies ?? []).filter((d) => d.status === "pending")
 
-/** The first dependency that fails the call closed (refused, or ended other than completed), with the reason. */
+/** Why a dependency failed (refused, or ended other than completed), or undefined while it has not. */
+const failure = (d: Dependency): string | undefined => {
+  if (d.status === "refused") return d.reason ?? `dependency ${d.held_id} refused`
+  if (d.status === "resolved" && d.outcome !== "completed") return `dependency ${d.held_id} ended ${d.outcome}${d.reason ? `: ${d.reason}` : ""}`
+  return undefined
+}
+
+/** Whether the call's own proposer attached the dependency (unknown attachers count as the proposer: fail closed). */
+const byProposer = (f: HeldCallFacts, d: Dependency): boolean => d.attached_by === undefined || d.attached_by === f.spec?.principal
+
+/**
+ * The first dependency its proposer attached that failed (refused, or ended other than
+ * completed), with the reason: it fails the call closed. A witness's failed dependency does
+ * not (see `dependencyRejects`).
+ */
 export const failedDependency = (f: HeldCallFacts): { readonly dependency: Dependency; readonly reason: string } | undefined => {
   for (const d of f.dependencies ?? []) {
-    if (d.status === "refused") return { dependency: d, reason: d.reason ?? `dependency ${d.held_id} refused` }
-    if (d.status === "resolved" && d.outcome !== "completed") {
-      return { dependency: d, reason: `dependency ${d.held_id} ended ${d.outcome}${d.reason ? `: ${d.reason}` : ""}` }
-    }
+    const reason = byProposer(f, d) ? failure(d) : undefined
+    if (reason !== undefined) return { dependency: d, reason }
   }
   return undefined
 }
+
+/**
+ * A witness's dependency that failed counts at most as that witness's reject of the generation
+ * it was attached under: so no witness can end a call by attaching a call the kernel refuses or
+ * denies, beyond what its own reject could do.
+ */
+export const dependencyRejects = (f: HeldCallFacts): ReadonlyArray<{ readonly witness: string; readonly reason: string }> =>
+  (f.dependencies ?? []).flatMap((d) => {
+    const reason = byProposer(f, d) || d.generation !== f.generation ? undefined : failure(d)
+    return reason === undefined ? [] : [{ witness: d.attached_by!, reason }]
+  })
 
 const rank = { pending: 0, resolved: 1, refused: 2 } as const
 
@@ -68,8 +91,12 @@ export const withDependency = (deps: ReadonlyArray<Dependency> | undefined, item
   const list = deps ?? []
   const prev = list.find((d) => d.held_id === item.held_id)
   const keep = prev !== undefined && (rank[prev.status] > rank[item.status] || (rank[prev.status] === rank[item.status] && key(prev) <= key(item)))
-  const next = keep ? prev : item
+  const [winner, other] = keep ? [prev, item] : [item, prev]
+  // Who attached the edge, and under which generation, is known from whichever statement carries it.
+  const attached_by = winner.attached_by ?? other?.attached_by
+  const generation = winner.generation ?? other?.generation
+  const next = { ...winner, ...(attached_by !== undefined ? { attached_by } : {}), ...(generation !== undefined ? { generation } : {}) }
   return [...list.filter((d) => d.held_id !== item.held_id), next].sort((a, b) => (a.held_id < b.held_id ? -1 : a.held_id > b.held_id ? 1 : 0))
 }
 
-const key = (d: Dependency): string => JSON.stringify([d.outcome ?? "", d.reason ?? ""])
+const key = (d: Dependency): string => JSON.stringify([d.outcome ?? "", d.reason ?? "", d.attached_by ?? "", d.generation ?? -1])

@@ -1,17 +1,18 @@
 import type { HeldEvent } from "../schema/Events.js"
-import type { Evidence, HeldCallFacts } from "../schema/Facts.js"
+import type { HeldCallFacts } from "../schema/Facts.js"
 import type { WitnessContract, WitnessRule } from "../schema/WitnessContract.js"
-import { beforeDispatch, currentEvidence } from "./Facts.js"
+import { beforeDispatch } from "./Facts.js"
 import { evolve } from "./Reducer.js"
 import { failedDependency, openDependencies } from "./Dependencies.js"
-import { classesOf, principalsOf, satisfies, type Approval } from "./WitnessRuleEval.js"
+import { classesOf, principalsOf } from "./WitnessRuleEval.js"
+import { countingApprovals, outlookOf, unsatisfiableReasons, vetoOf, type WitnessRegistry } from "./Counting.js"
+
+export { countingApprovals, vetoOf } from "./Counting.js"
 
 /** What the reconciler knows of the world besides the facts. Time arrives here, not from a clock. */
-export interface ReconcileContext {
+export interface ReconcileContext extends WitnessRegistry {
   readonly now: number
   readonly policyEpoch: number
-  /** Classes a principal is registered with under the policy in force. */
-  readonly classesOf: (principal: string) => ReadonlyArray<string>
   /** Most local events one tick may derive before it is an error, not a spin. */
   readonly bound?: number
 }
@@ -63,25 +64,6 @@ export const reconcile = (facts: HeldCallFacts, ctx: ReconcileContext): Plan => 
   return { events, actions: actionsFor(f, ctx), requeueMs: requeueFor(f, ctx), facts: f }
 }
 
-/** Approvals that count now: current generation and digests, unexpired, class still registered, not the proposer. */
-export const countingApprovals = (f: HeldCallFacts, ctx: ReconcileContext): ReadonlyArray<Approval> =>
-  counting(f, ctx).filter((e) => e.decision === "approve")
-
-const counting = (f: HeldCallFacts, ctx: ReconcileContext): ReadonlyArray<Evidence> =>
-  currentEvidence(f).filter(
-    (e) =>
-      e.status === "valid" &&
-      Date.parse(e.expires_at) > ctx.now &&
-      e.witness !== f.spec?.principal &&
-      ctx.classesOf(e.witness).includes(e.class)
-  )
-
-/** The veto in force, if any: a counting reject from a veto class. */
-export const vetoOf = (f: HeldCallFacts, ctx: ReconcileContext): Evidence | undefined => {
-  const veto = f.witness_contract?.veto ?? []
-  return counting(f, ctx).find((e) => e.decision === "reject" && veto.includes(e.class))
-}
-
 /** Invariant 2, as one predicate: may the effect of the current generation be dispatched now? */
 export const mayDispatch = (f: HeldCallFacts, ctx: ReconcileContext): boolean =>
   f.spec !== null &&
@@ -93,7 +75,7 @@ export const mayDispatch = (f: HeldCallFacts, ctx: ReconcileContext): boolean =>
   f.policy_epoch_checked === ctx.policyEpoch &&
   f.policy_epoch <= ctx.policyEpoch &&
   Date.parse(f.spec.expires_at) > ctx.now &&
-  (f.verdict === "ALLOW" || (f.verdict === "REQUIRE_WITNESS" && f.active_rule !== null && satisfies(f.active_rule, countingApprovals(f, ctx)) && vetoOf(f, ctx) === undefined))
+  (f.verdict === "ALLOW" || (f.verdict === "REQUIRE_WITNESS" && f.active_rule !== null && outlookOf(f, ctx).status === "satisfied" && vetoOf(f, ctx) === undefined))
 
 /** A claiming worker may still be dispatching or recording: others wait for its lease to end. */
 export const leaseLive = (f: HeldCallFacts, ctx: ReconcileContext): boolean => f.lease_until !== null && Date.parse(f.lease_until) > ctx.now
@@ -122,8 +104,12 @@ const nextLocalEvent = (f: HeldCallFacts, ctx: ReconcileContext, tag: string, at
   if (f.verdict === "REQUIRE_WITNESS" && f.witness_contract !== null) {
     const veto = vetoOf(f, ctx)
     if (veto !== undefined) {
-      return { ...base, type: "call.denied", event_id: id("call.denied"), reasons: [{ by: veto.witness, reason: `veto by ${veto.class} witness ${veto.witness}` }] }
+      const reason = veto.kind === "reject" ? `veto by ${veto.class} witness ${veto.witness}` : `veto by witness ${veto.witness}: ${veto.reason}`
+      return { ...base, type: "call.denied", event_id: id("call.denied"), reasons: [{ by: veto.witness, reason }] }
     }
+    // A rule no witness left can meet ends the call now, naming each final no.
+    const outlook = outlookOf(f, ctx)
+    if (outlook.status === "unsatisfiable") return { ...base, type: "call.denied", event_id: id("call.denied"), reasons: unsatisfiableReasons(outlook) }
     const fb = f.witness_contract.fallback
     if (fb !== undefined && f.readiness !== "satisfied" && ctx.now >= Date.parse(f.spec.created_at) + fb.after_ms) {
       if (fb.action === "deny") {
@@ -134,7 +120,7 @@ const nextLocalEvent = (f: HeldCallFacts, ctx: ReconcileContext, tag: string, at
       }
     }
   }
-  const witnessed = f.verdict === "ALLOW" || (f.active_rule !== null && satisfies(f.active_rule, countingApprovals(f, ctx)))
+  const witnessed = f.verdict === "ALLOW" || (f.active_rule !== null && outlookOf(f, ctx).status === "satisfied")
   // Waiting on a nested held call is just a fact: the call stays parked, no worker waits.
   const want = witnessed && openDependencies(f).length === 0 ? "satisfied" : "unsatisfied"
   if (want !== f.readiness) return { ...base, type: "readiness.changed", event_id: id("readiness.changed"), readiness: want, policy_epoch: ctx.policyEpoch }
@@ -164,7 +150,8 @@ const requeueFor = (f: HeldCallFacts, ctx: ReconcileContext): number | null => {
     times.push(Date.parse(f.spec.expires_at))
     const fb = f.witness_contract?.fallback
     if (fb !== undefined && f.readiness !== "satisfied") times.push(Date.parse(f.spec.created_at) + fb.after_ms)
-    for (const e of counting(f, ctx)) times.push(Date.parse(e.expires_at))
+    // An approval's expiry can change readiness.
+    for (const e of countingApprovals(f, ctx)) times.push(Date.parse(e.expires_at))
   }
   if ((f.execution === "leased" || f.execution === "dispatched") && f.lease_until !== null) times.push(Date.parse(f.lease_until) + 1)
   if (f.continuation_delivery === "delivered" && f.delivery_last_at !== null) {

@@ -78,7 +78,10 @@ const apply = (f: HeldCallFacts, e: HeldEvent): HeldCallFacts => {
         attestation_digest: e.attestation_digest,
         issued_at: e.issued_at,
         expires_at: e.expires_at,
-        nonce: e.nonce
+        nonce: e.nonce,
+        key: e.envelope.key,
+        ...(e.presentation_digest !== undefined ? { presentation_digest: e.presentation_digest } : {}),
+        ...(e.reason !== undefined ? { reason: e.reason } : {})
       })
     case "attestation.rejected": {
       const payload = e.envelope.payload
@@ -94,7 +97,8 @@ const apply = (f: HeldCallFacts, e: HeldEvent): HeldCallFacts => {
         attestation_digest: e.attestation_digest,
         issued_at: String(payload["issued_at"] ?? e.at),
         expires_at: String(payload["expires_at"] ?? e.at),
-        nonce: String(payload["nonce"] ?? "")
+        nonce: String(payload["nonce"] ?? ""),
+        key: e.envelope.key
       })
     }
     case "policy.epoch_changed":
@@ -148,7 +152,7 @@ const apply = (f: HeldCallFacts, e: HeldEvent): HeldCallFacts => {
     case "call.expired":
       return f.execution === "none" || f.execution === "leased" ? end(f, "expired") : f
     case "dependency.added":
-      return { ...f, dependencies: withDependency(f.dependencies, { held_id: e.child_held_id, status: "pending" }) }
+      return { ...f, dependencies: withDependency(f.dependencies, { held_id: e.child_held_id, status: "pending", attached_by: e.principal, generation: e.generation }) }
     case "dependency.resolved":
       return {
         ...f,
@@ -159,8 +163,19 @@ const apply = (f: HeldCallFacts, e: HeldEvent): HeldCallFacts => {
           ...(e.outcome !== "completed" && e.reasons[0] !== undefined ? { reason: e.reasons[0].reason } : {})
         })
       }
-    case "dependency.refused":
-      return { ...f, dependencies: withDependency(f.dependencies, { held_id: e.child_held_id, status: "refused", reason: e.reason }) }
+    case "dependency.refused": {
+      const by = e.principal ?? e.envelope?.payload["principal"]
+      return {
+        ...f,
+        dependencies: withDependency(f.dependencies, {
+          held_id: e.child_held_id,
+          status: "refused",
+          reason: e.reason,
+          ...(typeof by === "string" ? { attached_by: by } : {}),
+          generation: e.generation
+        })
+      }
+    }
     case "dependency.reported":
       return { ...f, parent_reported: true }
     case "reconcile.bound_exceeded":
@@ -188,22 +203,16 @@ const decisionOf = (d: unknown): Evidence["decision"] =>
 
 /**
  * Adds a statement and re-derives revocation: a witness's revoke withdraws that witness's
- * statements issued before it, for the same generation. Kept sorted so arrival order is irrelevant.
+ * approvals and evidence of the same generation, whatever `issued_at` either claims (a claimed
+ * time is the witness's word, so it cannot shield an approval from its revoke). A reject is final:
+ * no revoke withdraws it. Kept sorted so arrival order is irrelevant.
  */
 const withEvidence = (f: HeldCallFacts, item: Evidence): HeldCallFacts => {
   const all = [...f.evidence.map(unrevoke), item].sort(compareEvidence)
-  const revokedAt = new Map<string, number>()
-  for (const e of all) {
-    if (e.status !== "valid" || e.decision !== "revoke") continue
-    const key = `${e.witness}\u0000${e.generation}`
-    const prev = revokedAt.get(key)
-    const t = timeOf(e.issued_at)
-    if (prev === undefined || t > prev) revokedAt.set(key, t)
-  }
-  const evidence = all.map((e) => {
-    const at = revokedAt.get(`${e.witness}\u0000${e.generation}`)
-    return e.status === "valid" && e.decision !== "revoke" && at !== undefined && timeOf(e.issued_at) <= at ? { ...e, status: "revoked" as const } : e
-  })
+  const revoked = new Set(all.filter((e) => e.status === "valid" && e.decision === "revoke").map((e) => `${e.witness}\u0000${e.generation}`))
+  const evidence = all.map((e) =>
+    e.status === "valid" && (e.decision === "approve" || e.decision === "evidence") && revoked.has(`${e.witness}\u0000${e.generation}`) ? { ...e, status: "revoked" as const } : e
+  )
   // A held call whose readiness rested on withdrawn evidence is re-derived by the reconciler.
   return { ...f, evidence }
 }

@@ -49,7 +49,9 @@ export const makeDriver = Effect.gen(function* () {
   const contextFor = (policy: ActivePolicy): ReconcileContext => ({
     now: Date.now(),
     policyEpoch: policy.epoch,
-    classesOf: (p) => classesOf(policy, p)
+    classesOf: (p) => classesOf(policy, p),
+    keysOf: (p) => policy.principals.get(p)?.keys ?? [],
+    principals: () => [...policy.principals.keys()]
   })
 
   type Deps = Nats | HeldCallStore | PolicyStore | Adjudicator | Admission | KernelConfig

@@ -5,6 +5,7 @@ import { wake } from "../ledger/Wakes.js"
 import { eventOf } from "../loops/Actions.js"
 import { beforeDispatch, canonicalCall } from "../heldcall/Facts.js"
 import { admittedWitnesses } from "../heldcall/Reconciler.js"
+import { currentPresentationDigest } from "../heldcall/Counting.js"
 import { classesOf, type ActivePolicy } from "../policy/ActivePolicy.js"
 import { jcsDigest } from "../schema/Canonical.js"
 import type { AttestationAccepted, AttestationRejected } from "../schema/Events.js"
@@ -16,14 +17,16 @@ import { appendDecided, type Decided } from "./internal/appendDecided.js"
 import { signedRequest } from "./Request.js"
 
 /** Tolerated clock skew for `issued_at` in the future. */
-const SkewMs = 60_000
+export const SkewMs = 60_000
 
 type Verdict = { readonly disposition: "accepted" } | { readonly disposition: "stale" | "invalid"; readonly reason: string }
 
 /**
  * Invariants 3 and 4: an attestation counts only if it is bound to this call's held id,
- * generation, call digest and contract digest, is unexpired, unreplayed, from a registered
- * witness of a class the contract admits, and independent of the proposer.
+ * generation, call digest, contract digest and (when it names one) the presentation shown now,
+ * is unexpired, not issued in the future beyond the skew, unreplayed, from a registered witness
+ * of a class the contract admits, independent of the proposer, and no approval after that
+ * witness's own reject or revoke of the generation.
  */
 export const judgeAttestation = (f: HeldCallFacts, p: AttestPayload, env: Envelope, policy: ActivePolicy, now: number): Verdict => {
   const spec = f.spec!
@@ -33,8 +36,11 @@ export const judgeAttestation = (f: HeldCallFacts, p: AttestPayload, env: Envelo
   if (p.call_digest !== canonicalCall(f)?.call_digest) return { disposition: "stale", reason: "bound to another call digest" }
   if (f.verdict !== "REQUIRE_WITNESS" || f.witness_contract === null) return { disposition: "stale", reason: "the call is not waiting for a witness" }
   if (p.contract_digest !== f.contract_digest) return { disposition: "invalid", reason: "contract mismatch: bound to another witness contract" }
+  if (p.presentation_digest !== undefined && p.presentation_digest !== currentPresentationDigest(f)) {
+    return { disposition: "stale", reason: "bound to another presentation: the call is shown differently now; read it again" }
+  }
   if (Date.parse(p.expires_at) <= now) return { disposition: "invalid", reason: `attestation expired at ${p.expires_at}` }
-  if (Date.parse(p.issued_at) > now + SkewMs) return { disposition: "invalid", reason: `issued_at ${p.issued_at} is in the future` }
+  if (Date.parse(p.issued_at) > now + SkewMs) return { disposition: "invalid", reason: `issued_at ${p.issued_at} is more than ${SkewMs / 1000} s in the future (the allowed clock skew)` }
   if (p.principal === spec.principal) return { disposition: "invalid", reason: "witness is not independent of the proposer: same principal" }
   if ((policy.principals.get(spec.principal)?.keys ?? []).includes(env.key)) return { disposition: "invalid", reason: "witness is not independent of the proposer: the proposer's key" }
   if (!classesOf(policy, p.principal).includes(p.class)) return { disposition: "invalid", reason: `principal '${p.principal}' is not registered with class '${p.class}'` }
@@ -43,7 +49,15 @@ export const judgeAttestation = (f: HeldCallFacts, p: AttestPayload, env: Envelo
     return { disposition: "invalid", reason: `wrong class: the contract does not accept class '${p.class}' or principal '${p.principal}'` }
   }
   if (f.evidence.some((e) => e.witness === p.principal && e.nonce === p.nonce)) return { disposition: "invalid", reason: "nonce already used by this witness on this call (replay)" }
+  const final = p.decision === "approve" || p.decision === "evidence" ? finalNoOf(f, p.principal) : undefined
+  if (final !== undefined) return { disposition: "invalid", reason: `this witness already ${final === "reject" ? "rejected" : "revoked its approval of"} generation ${f.generation}; that is final for the generation` }
   return { disposition: "accepted" }
+}
+
+/** A witness's reject or revoke of the current generation: after it, its approvals of the generation never count. */
+const finalNoOf = (f: HeldCallFacts, witness: string): "reject" | "revoke" | undefined => {
+  const mine = f.evidence.filter((e) => e.witness === witness && e.generation === f.generation && e.status === "valid")
+  return mine.some((e) => e.decision === "reject") ? "reject" : mine.some((e) => e.decision === "revoke") ? "revoke" : undefined
 }
 
 const replyFor = (v: Verdict, duplicate = false): Reply =>
@@ -82,6 +96,8 @@ export const attest = (data: Uint8Array) =>
               expires_at: p.expires_at,
               nonce: p.nonce,
               ...(p.evidence_digest !== undefined ? { evidence_digest: p.evidence_digest } : {}),
+              ...(p.presentation_digest !== undefined ? { presentation_digest: p.presentation_digest } : {}),
+              ...(p.reason !== undefined ? { reason: p.reason } : {}),
               envelope
             })
           : eventOf<typeof AttestationRejected.Type>({

@@ -20,6 +20,9 @@ export const callDigest = (tool: string, args: unknown): string => jcsDigest({ t
 /** `contract_digest = sha256(JCS(witness_contract))`. */
 export const contractDigest = (contract: unknown): string => jcsDigest(contract)
 
+/** `presentation_digest = sha256(JCS(presentation))`: what a witness was shown, as it binds it. */
+export const presentationDigest = (presentation: unknown): string => jcsDigest(presentation)
+
 /** The stable held id of one agent call: the same four names always give the same id. */
 export const heldIdOf = (principal: string, sessionId: string, turnId: string, callId: string): string =>
   "h_" + jcsDigest([principal, sessionId, turnId, callId]).slice(0, 32)

@@ -78,6 +78,10 @@ export const AttestationAccepted = Schema.Struct({
   expires_at: Schema.String,
   nonce: Schema.String,
   evidence_digest: Schema.optional(Schema.String),
+  /** The presentation the witness signed it was shown (absent: the witness did not bind one). */
+  presentation_digest: Schema.optional(Schema.String),
+  /** The witness's own reason, as signed. */
+  reason: Schema.optional(Schema.String),
   envelope: Envelope
 })
 
@@ -214,6 +218,8 @@ export const DependencyRefused = Schema.Struct({
   child_held_id: Schema.String,
   call_digest: Schema.String,
   reason: Schema.String,
+  /** Who proposed the refused child (absent in older logs: read it from the envelope). */
+  principal: Schema.optional(Schema.String),
   envelope: Schema.optional(Envelope)
 })
 

@@ -28,13 +28,19 @@ export type ContinuationDelivery = typeof ContinuationDelivery.Type
 
 export const EvidenceStatus = Schema.Literal("pending", "valid", "rejected", "revoked")
 
-/** One witness statement about one generation. */
+/**
+ * One witness statement about one generation. `reason`: the witness's own reason for a valid
+ * statement, the kernel's reason for a rejected one. `key`: the public key that signed it, which
+ * must still be registered to the witness for the statement to count.
+ */
 export const Evidence = Schema.Struct({
   witness: Schema.String,
   class: Schema.String,
   decision: Schema.Literal("approve", "reject", "revoke", "evidence"),
   status: EvidenceStatus,
   reason: Schema.optional(Schema.String),
+  key: Schema.String,
+  presentation_digest: Schema.optional(Schema.String),
   generation: Schema.Int,
   call_digest: Schema.String,
   contract_digest: Schema.String,
@@ -51,12 +57,17 @@ export type Outcome = typeof Outcome.Type
 /**
  * pending: the parent waits for this nested held call. resolved: it ended (`outcome`).
  * refused: the kernel refused the edge (cycle, depth over the bound); `reason` says why.
+ * `attached_by`: the principal that proposed the child, and `generation` the parent's generation
+ * then; a failed child of a witness counts as that witness's reject of that generation only
+ * (absent in older projections: the child counts as the proposer's).
  */
 export const Dependency = Schema.Struct({
   held_id: Schema.String,
   status: Schema.Literal("pending", "resolved", "refused"),
   outcome: Schema.optional(Outcome),
-  reason: Schema.optional(Schema.String)
+  reason: Schema.optional(Schema.String),
+  attached_by: Schema.optional(Schema.String),
+  generation: Schema.optional(Schema.Int)
 })
 export type Dependency = typeof Dependency.Type
 

@@ -23,6 +23,9 @@ export type ProposePayload = typeof ProposePayload.Type
 export const AttestDecision = Schema.Literal("approve", "reject", "revoke", "evidence")
 export type AttestDecision = typeof AttestDecision.Type
 
+/** Longest `reason` a witness may give with an attestation. */
+export const MaxAttestReasonLength = 500
+
 export const AttestPayload = Schema.Struct({
   op: Schema.Literal("attest"),
   principal: Principal,
@@ -33,6 +36,10 @@ export const AttestPayload = Schema.Struct({
   contract_digest: Digest,
   decision: AttestDecision,
   evidence_digest: Schema.optional(Digest),
+  /** `sha256(JCS(presentation))` of the presentation the witness was shown; it must be the call's current one. */
+  presentation_digest: Schema.optional(Digest),
+  /** Why the witness decided so; shown to the agent and in the inbox. Signed with the rest. */
+  reason: Schema.optional(Schema.String.pipe(Schema.maxLength(MaxAttestReasonLength))),
   issued_at: Timestamp,
   expires_at: Timestamp,
   nonce: Schema.String.pipe(Schema.minLength(8), Schema.maxLength(128))

@@ -5,24 +5,25 @@ import type { HeldCallFacts } from "../../runtime/schema/Facts.js"
 import { checkEdge, DefaultMaxDependencyDepth, failedDependency, maxDependencyDepth, openDependencies } from "../../runtime/heldcall/Dependencies.js"
 import { reconcile, mayDispatch } from "../../runtime/heldcall/Reconciler.js"
 import { reduce } from "../../runtime/heldcall/Reducer.js"
-import { adjudicated, at, attestation, ctxAt, digestOf, fold, given, held, HeldId, proposed, sequenced } from "./Given.js"
+import { adjudicated, at, attestation, ctxAt, digestOf, fold, given, held, HeldId, proposed, Proposer, sequenced } from "./Given.js"
+import type { WitnessContract } from "../../runtime/schema/WitnessContract.js"
 
 fc.configureGlobal({ seed: Number(process.env["WK_FC_SEED"] ?? 8785) })
 
 const child = (n: number) => `h_child${String(n).padStart(26, "0")}`
 type Outcome = EventOf<"dependency.resolved">["outcome"]
 
-const added = (c: string): EventOf<"dependency.added"> => ({
-  type: "dependency.added", event_id: `dependency.added:${HeldId}:${c}`, held_id: HeldId, generation: 1, at: at(5),
-  child_held_id: c, call_digest: "d".repeat(64), principal: "svc:fraud"
+const added = (c: string, by: string = Proposer, generation = 1): EventOf<"dependency.added"> => ({
+  type: "dependency.added", event_id: `dependency.added:${HeldId}:${c}`, held_id: HeldId, generation, at: at(5),
+  child_held_id: c, call_digest: "d".repeat(64), principal: by
 })
 const resolved = (c: string, outcome: Outcome = "completed", reason = "no"): EventOf<"dependency.resolved"> => ({
   type: "dependency.resolved", event_id: `dependency.resolved:${HeldId}:${c}`, held_id: HeldId, generation: 1, at: at(6),
   child_held_id: c, outcome, reasons: outcome === "completed" ? [] : [{ by: "kernel", reason }]
 })
-const refused = (c: string, reason: string): EventOf<"dependency.refused"> => ({
+const refused = (c: string, reason: string, by?: string): EventOf<"dependency.refused"> => ({
   type: "dependency.refused", event_id: `dependency.refused:${HeldId}:${c}`, held_id: HeldId, generation: 1, at: at(5),
-  child_held_id: c, call_digest: "e".repeat(64), reason
+  child_held_id: c, call_digest: "e".repeat(64), reason, ...(by !== undefined ? { principal: by } : {})
 })
 
 /** A held transfer whose human witness already approved: only its dependencies can keep it parked. */
@@ -67,6 +68,10 @@ describe("dependency readiness (given / when / then)", () => {
     expect(plan.facts.reasons).toEqual([{ by: "kernel", reason: "dependency depth 5 exceeds max_dependency_depth 4" }])
   })
 
+  it("a refused edge of an older kernel's log (no principal recorded) counts as the proposer's: it denies the parent", () => {
+    expect(settle(approvedParent(refused(child(2), "no"))).facts.lifecycle).toBe("denied")
+  })
+
   it("a child that ended asks to report to its parent once; after dependency.reported it does not", () => {
     const childFacts = reduce(child(1), sequenced([
       { ...proposed(), held_id: child(1), event_id: `call.proposed:${child(1)}:g1`, parent_held_id: HeldId, ancestors: [{ held_id: HeldId, call_digest: digestOf(1) }] },
@@ -75,6 +80,44 @@ describe("dependency readiness (given / when / then)", () => {
     expect(reconcile(childFacts, ctxAt(10)).actions).toContainEqual({ kind: "report" })
     const reported = reduce(child(1), sequenced([{ type: "dependency.reported", event_id: `dependency.reported:${child(1)}:${HeldId}`, held_id: child(1), generation: 1, at: at(3), parent_held_id: HeldId }], childFacts.last_seq + 1), childFacts)
     expect(reconcile(reported, ctxAt(10)).actions).not.toContainEqual({ kind: "report" })
+  })
+})
+
+describe("a witness's nested call counts at most as that witness's reject (given / when / then)", () => {
+  const parkedWith = (contract: WitnessContract, ...events: ReadonlyArray<HeldEvent>) =>
+    given(proposed(), adjudicated(1, { contract }), held(1, contract), ...events)
+  const humans: WitnessContract = { rule: { class: "human" }, veto: ["compliance"] }
+
+  it.each(["denied", "expired", "cancelled"] as const)("given a human witness's child that ended %s, when other humans can still approve, then the parent stays open and an approval releases it", (outcome) => {
+    const f = parkedWith(humans, added(child(1), "user:dave"), resolved(child(1), outcome, "why"))
+    const plan = settle(f)
+    expect(plan.facts).toMatchObject({ lifecycle: "open", readiness: "unsatisfied" })
+    const approved = settle(fold(plan.facts, attestation({ witness: "user:carol", decision: "approve", issued: 100, contract: humans })))
+    expect(approved.actions).toEqual([{ kind: "execute" }])
+  })
+
+  it("given a witness's refused edge, when that witness later approves, then its approval does not count (its no is final)", () => {
+    const f = parkedWith(humans, refused(child(1), "dependency cycle", "user:dave"), attestation({ witness: "user:dave", decision: "approve", issued: 100, contract: humans }))
+    expect(settle(f).facts).toMatchObject({ lifecycle: "open", readiness: "unsatisfied" })
+  })
+
+  it("given the only witness the rule names, when its child is denied, then the rule cannot be met and the parent is denied naming it", () => {
+    const onlyDave: WitnessContract = { rule: { principal: "user:dave" } }
+    const plan = settle(parkedWith(onlyDave, added(child(1), "user:dave"), resolved(child(1), "denied", "no grant")))
+    expect(plan.facts.lifecycle).toBe("denied")
+    expect(plan.facts.reasons).toEqual([{ by: "user:dave", reason: `dependency ${child(1)} ended denied: no grant` }])
+  })
+
+  it("given a veto-class witness, when its child is refused, then that is its veto", () => {
+    const plan = settle(parkedWith(humans, refused(child(1), "dependency depth 5 exceeds max_dependency_depth 4", "compliance:zoe")))
+    expect(plan.facts.lifecycle).toBe("denied")
+    expect(plan.facts.reasons).toEqual([{ by: "compliance:zoe", reason: "veto by witness compliance:zoe: dependency depth 5 exceeds max_dependency_depth 4" }])
+  })
+
+  it("given a witness's child attached under an older generation, then it is no reject of the current one", () => {
+    const onlyDave: WitnessContract = { rule: { principal: "user:dave" } }
+    const f = given(proposed(1), added(child(1), "user:dave", 1), resolved(child(1), "denied"), proposed(2), adjudicated(2, { contract: onlyDave }), held(2, onlyDave))
+    expect(settle(f).facts.lifecycle).toBe("open")
   })
 })
 
@@ -102,18 +145,20 @@ describe("edge checks", () => {
     expect(checkEdge(f, { held_id: HeldId, call_digest: "x".repeat(64) }, 8)._tag).toBe("Refused")
   })
 
-  it("a child proposing a call already in the chain (same digest) is a cycle", () => {
+  it("a child proposing a call already in the chain (same digest) under a new held id is no cycle", () => {
     const f = parentAt([{ held_id: "h_a", call_digest: "a".repeat(64) }])
-    expect(checkEdge(f, { held_id: child(9), call_digest: "a".repeat(64) }, 8)).toMatchObject({ _tag: "Refused", reason: expect.stringMatching(/^dependency cycle: h_a -> /) })
-    expect(checkEdge(f, { held_id: child(9), call_digest: digestOf(1) }, 8)._tag).toBe("Refused")
+    expect(checkEdge(f, { held_id: child(9), call_digest: "a".repeat(64) }, 8)._tag).toBe("Allowed")
+    expect(checkEdge(f, { held_id: child(9), call_digest: digestOf(1) }, 8)._tag).toBe("Allowed")
   })
 })
 
 describe("dependency facts are order- and duplicate-independent (property)", () => {
+  // One child has one proposer: the parent's proposer, a human witness, or a veto-class witness.
+  const attacher = (i: number) => [Proposer, "user:dave", "compliance:zoe"][i - 1]!
   const depEventArb: fc.Arbitrary<HeldEvent> = fc.oneof(
-    fc.integer({ min: 1, max: 3 }).map((i) => added(child(i))),
+    fc.integer({ min: 1, max: 3 }).map((i) => added(child(i), attacher(i))),
     fc.tuple(fc.integer({ min: 1, max: 3 }), fc.constantFrom<Outcome>("completed", "denied", "expired", "cancelled")).map(([i, o]) => resolved(child(i), o)),
-    fc.integer({ min: 1, max: 3 }).map((i) => refused(child(i), `refused ${i}`))
+    fc.integer({ min: 1, max: 3 }).map((i) => refused(child(i), `refused ${i}`, attacher(i)))
   )
   // One cause is one event: a child ends once, so its resolved event is fixed per child.
   const consistent = (events: ReadonlyArray<HeldEvent>): Array<HeldEvent> => {

@@ -32,7 +32,10 @@ export const digestOf = (generation: number) => callDigest("money_transfer", arg
 export const HumanContract: WitnessContract = { rule: { class: "human" }, veto: ["compliance"] }
 export const digestOfContract = (c: WitnessContract) => contractDigest(c)
 
-const dummyEnvelope = (payload: Record<string, unknown>) => ({ payload: payload as never, key: "AAAA", sig: "AAAA" })
+/** The key every test statement is signed with; `ctxAt` registers it to every principal of the registry. */
+export const TestKey = "AAAA"
+
+const dummyEnvelope = (payload: Record<string, unknown>) => ({ payload: payload as never, key: TestKey, sig: "AAAA" })
 
 export const proposed = (generation = 1, opts: { ttlMs?: number; createdMs?: number } = {}): EventOf<"call.proposed"> => ({
   type: "call.proposed",
@@ -160,10 +163,18 @@ export const given = (...events: ReadonlyArray<HeldEvent>): HeldCallFacts => red
 /** Folds more events on top of facts, continuing the sequence. */
 export const fold = (facts: HeldCallFacts, ...events: ReadonlyArray<HeldEvent>): HeldCallFacts => reduce(HeldId, sequenced(events, facts.last_seq + 1), facts)
 
-/** A reconcile context at `nowMs` after the origin. */
-export const ctxAt = (nowMs: number, policyEpoch = 1, extra: Partial<ReconcileContext> = {}): ReconcileContext => ({
-  now: T0 + nowMs,
-  policyEpoch,
-  classesOf: (p) => Registry[p] ?? [],
-  ...extra
-})
+/**
+ * A reconcile context at `nowMs` after the origin. Every principal with a class holds `TestKey`;
+ * `extra` overrides any part (a `classesOf` override also decides who holds the key).
+ */
+export const ctxAt = (nowMs: number, policyEpoch = 1, extra: Partial<ReconcileContext> = {}): ReconcileContext => {
+  const classesOf = extra.classesOf ?? ((p: string) => Registry[p] ?? [])
+  return {
+    now: T0 + nowMs,
+    policyEpoch,
+    classesOf,
+    keysOf: (p) => (classesOf(p).length > 0 ? [TestKey] : []),
+    principals: () => Object.keys(Registry),
+    ...extra
+  }
+}

@@ -10,7 +10,7 @@ const rule = { any: [{ all: [{ class: "human" }, { class: "fraud" }] }, { class:
 const withVeto: WitnessContract = { rule, veto: ["compliance"] }
 const withoutVeto: WitnessContract = { rule }
 const registry: Record<string, ReadonlyArray<string>> = { ...Registry, "op:breakglass": ["breakglass"] }
-const ctx = ctxAt(1_000, 1, { classesOf: (p) => registry[p] ?? [] })
+const ctx = ctxAt(1_000, 1, { classesOf: (p) => registry[p] ?? [], principals: () => Object.keys(registry) })
 
 const kinds = [
   { name: "human approves", witness: "user:carol", class: "human", decision: "approve" },

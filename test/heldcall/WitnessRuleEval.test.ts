@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest"
 import fc from "fast-check"
-import { classesOf, principalsOf, satisfies, type Approval } from "../../runtime/heldcall/WitnessRuleEval.js"
+import { classesOf, principalsOf, ruleStatus, satisfies, type Approval } from "../../runtime/heldcall/WitnessRuleEval.js"
 import { admittedWitnesses } from "../../runtime/heldcall/Reconciler.js"
 import type { WitnessRule } from "../../runtime/schema/WitnessContract.js"
 
@@ -40,7 +40,16 @@ describe("satisfies: table", () => {
     ["quorum 3 of 3: all parts", { quorum: { n: 3, of: [human, { class: "fraud" }, { class: "compliance" }] } }, [carol, fraud, zoe], true],
     ["quorum n over the parts: never", { quorum: { n: 4, of: [human, { class: "fraud" }, { class: "compliance" }] } }, [carol, fraud, zoe], false],
     ["nested: all(any(...), count 2)", { all: [{ any: [{ class: "fraud" }, { class: "compliance" }] }, twoHumans] }, [zoe, carol, dave], true],
-    ["nested: all(any(...), count 2) with one human", { all: [{ any: [{ class: "fraud" }, { class: "compliance" }] }, twoHumans] }, [zoe, carol], false]
+    ["nested: all(any(...), count 2) with one human", { all: [{ any: [{ class: "fraud" }, { class: "compliance" }] }, twoHumans] }, [zoe, carol], false],
+    // One principal counts once across the whole rule.
+    ["all: one principal holding both classes is one principal", { all: [human, { class: "fraud" }] }, [carol, carolAsFraud], false],
+    ["all: that principal fills one part, another the other", { all: [human, { class: "fraud" }] }, [carol, carolAsFraud, dave], true],
+    ["all: that principal fills the part the other cannot", { all: [human, { class: "fraud" }] }, [carol, carolAsFraud, fraud], true],
+    ["quorum 2: one principal under two classes is not two", { quorum: { n: 2, of: [human, { class: "fraud" }] } }, [carol, carolAsFraud], false],
+    ["quorum 2: a named principal and the same principal by class", { quorum: { n: 2, of: [{ principal: "user:carol" }, human] } }, [carol], false],
+    ["quorum 2: a named principal and another by class", { quorum: { n: 2, of: [{ principal: "user:carol" }, human] } }, [carol, dave], true],
+    ["all: count 2 and a named member of the class need three", { all: [twoHumans, { principal: "user:erin" }] }, [carol, erin], false],
+    ["all: count 2 and a named member of the class with three", { all: [twoHumans, { principal: "user:erin" }] }, [carol, dave, erin], true]
   ]
   it.each(table)("%s", (_name, rule, approvals, expected) => {
     expect(satisfies(rule, approvals)).toBe(expected)
@@ -93,6 +102,91 @@ describe("satisfies: properties", () => {
         expect(satisfies(rule, approvals)).toBe(satisfies(rule, named))
       })
     )
+  })
+})
+
+/**
+ * The meaning of "each principal counts once", stated independently: some assignment of each
+ * approving principal to at most one leaf meets the rule, where a leaf counts only the
+ * principals assigned to it. Brute force over every assignment.
+ */
+const bruteForce = (rule: WitnessRule, approvals: ReadonlyArray<Approval>): boolean => {
+  const leaves: Array<WitnessRule> = []
+  const index = new Map<WitnessRule, number>()
+  const walk = (r: WitnessRule): void => {
+    if ("class" in r || "principal" in r) {
+      index.set(r, leaves.length)
+      leaves.push(r)
+    } else ("all" in r ? r.all : "any" in r ? r.any : r.quorum.of).forEach(walk)
+  }
+  walk(rule)
+  const principals = [...new Set(approvals.map((a) => a.witness))]
+  const holds = (r: WitnessRule, at: ReadonlyMap<string, number>): boolean => {
+    if ("class" in r || "principal" in r) {
+      const mine = principals.filter((p) => at.get(p) === index.get(r))
+      if ("principal" in r) return mine.includes(r.principal)
+      return mine.filter((p) => approvals.some((a) => a.witness === p && a.class === r.class)).length >= (r.count ?? 1)
+    }
+    if ("all" in r) return r.all.length > 0 && r.all.every((x) => holds(x, at))
+    if ("any" in r) return r.any.some((x) => holds(x, at))
+    return r.quorum.of.filter((x) => holds(x, at)).length >= r.quorum.n
+  }
+  const search = (i: number, at: Map<string, number>): boolean => {
+    if (i === principals.length) return holds(rule, at)
+    for (let leaf = -1; leaf < leaves.length; leaf++) {
+      at.set(principals[i]!, leaf)
+      if (search(i + 1, at)) return true
+    }
+    at.delete(principals[i]!)
+    return false
+  }
+  return search(0, new Map())
+}
+
+describe("satisfies: each principal counts once (properties)", () => {
+  const approvalArb = fc.record({ witness: fc.constantFrom("user:carol", "user:dave", "svc:fraud", "compliance:zoe"), class: fc.constantFrom("human", "fraud", "compliance") })
+  const smallRule: fc.Arbitrary<WitnessRule> = fc.letrec<{ rule: WitnessRule }>((tie) => ({
+    rule: fc.oneof(
+      { depthSize: "small", withCrossShrink: true },
+      fc.record({ class: fc.constantFrom("human", "fraud", "compliance"), count: fc.option(fc.integer({ min: 1, max: 2 }), { nil: undefined }) }).map((r) => (r.count === undefined ? { class: r.class } : { class: r.class, count: r.count })),
+      fc.constantFrom("user:carol", "svc:fraud").map((principal) => ({ principal })),
+      fc.array(tie("rule"), { minLength: 1, maxLength: 2 }).map((all) => ({ all })),
+      fc.array(tie("rule"), { minLength: 1, maxLength: 2 }).map((any) => ({ any })),
+      fc.array(tie("rule"), { minLength: 1, maxLength: 3 }).chain((of) => fc.integer({ min: 1, max: of.length }).map((n) => ({ quorum: { n, of } })))
+    )
+  })).rule
+
+  it("agrees with a brute force over every assignment of principals to the rule's leaves", () => {
+    fc.assert(
+      fc.property(smallRule, fc.array(approvalArb, { maxLength: 5 }), (rule, approvals) => {
+        expect(satisfies(rule, approvals)).toBe(bruteForce(rule, approvals))
+      }),
+      { numRuns: 300 }
+    )
+  })
+
+  it("ruleStatus: satisfied exactly when the approvals satisfy it; unsatisfiable never gains from fewer possible approvals", () => {
+    fc.assert(
+      fc.property(smallRule, fc.array(approvalArb, { maxLength: 4 }), fc.array(approvalArb, { maxLength: 4 }), (rule, approvals, possible) => {
+        const status = ruleStatus(rule, approvals, possible)
+        expect(status === "satisfied").toBe(satisfies(rule, approvals))
+        if (status === "unsatisfiable") expect(ruleStatus(rule, approvals, possible.slice(1))).toBe("unsatisfiable")
+        if (status === "pending") expect(satisfies(rule, [...approvals, ...possible])).toBe(true)
+      })
+    )
+  })
+})
+
+describe("ruleStatus: given / when / then", () => {
+  const registry: ReadonlyArray<Approval> = [carol, dave, fraud, zoe]
+  it("given a human rule, when carol rejected and dave still may approve, then it is pending", () => {
+    expect(ruleStatus(human, [], registry.filter((a) => a.witness !== "user:carol"))).toBe("pending")
+  })
+  it("given a rule naming carol, when carol rejected, then it is unsatisfiable", () => {
+    expect(ruleStatus({ principal: "user:carol" }, [], registry.filter((a) => a.witness !== "user:carol"))).toBe("unsatisfiable")
+  })
+  it("given (human AND fraud), when the only fraud witness rejected, then it is unsatisfiable whatever the humans do", () => {
+    expect(ruleStatus({ all: [human, { class: "fraud" }] }, [carol], registry.filter((a) => a.witness !== "svc:fraud"))).toBe("unsatisfiable")
   })
 })
 

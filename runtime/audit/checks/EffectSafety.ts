@@ -55,8 +55,14 @@ export const effectSafety: HeldCheck = {
           const own = before.execution === "leased" && before.lease_owner === event.owner ? { ...before, execution: "none" as const, lease_owner: null, lease_until: null } : before
           const epoch = ctx.policy.byEpoch(event.policy_epoch) ?? ctx.policy.around(event.at).at(-1)
           if (epoch === undefined) c.unsure([seq], `no policy record for epoch ${event.policy_epoch}: witness classes taken from the evidence as claimed`)
-          const claimedClasses = (p: string) => before.evidence.filter((e) => e.witness === p).map((e) => e.class)
-          const rctx: ReconcileContext = { now: Date.parse(event.at), policyEpoch: event.policy_epoch, classesOf: (p) => (epoch ? classesOf(epoch.policy, p) : claimedClasses(p)) }
+          const claimed = (p: string) => before.evidence.filter((e) => e.witness === p)
+          const rctx: ReconcileContext = {
+            now: Date.parse(event.at),
+            policyEpoch: event.policy_epoch,
+            classesOf: (p) => (epoch ? classesOf(epoch.policy, p) : claimed(p).map((e) => e.class)),
+            keysOf: (p) => (epoch ? (epoch.policy.principals.get(p)?.keys ?? []) : claimed(p).map((e) => e.key)),
+            principals: () => (epoch ? [...epoch.policy.principals.keys()] : [...new Set(before.evidence.map((e) => e.witness))])
+          }
           if (!mayDispatch(own, rctx)) c.fail([seq], `dispatched although invariant 2 did not hold: ${whyNot(own, rctx)}`)
           const current = ctx.policy.at(seq, event.at)
           if (current !== undefined && current.epoch !== event.policy_epoch) {

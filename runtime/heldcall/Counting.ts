@@ -1,0 +1,125 @@
+import type { Evidence, HeldCallFacts } from "../schema/Facts.js"
+import type { Reason } from "../schema/Events.js"
+import type { WitnessRule } from "../schema/WitnessContract.js"
+import { presentationDigest } from "../schema/Canonical.js"
+import { currentEvidence } from "./Facts.js"
+import { dependencyRejects } from "./Dependencies.js"
+import { ruleStatus, type Approval, type RuleStatus } from "./WitnessRuleEval.js"
+
+/**
+ * Which evidence counts, decided again at every readiness check against the registry in force
+ * (design invariants 3 and 4): a statement counts only while its witness still holds its class
+ * and its signing key is still registered, and each principal counts once. Pure.
+ */
+
+/** The witness registry in force, as the evidence checks read it. */
+export interface WitnessRegistry {
+  /** Classes a principal is registered with under the policy in force. */
+  readonly classesOf: (principal: string) => ReadonlyArray<string>
+  /** Public keys registered to a principal under the policy in force. */
+  readonly keysOf: (principal: string) => ReadonlyArray<string>
+  /** Every registered principal: who could still attest. */
+  readonly principals: () => ReadonlyArray<string>
+}
+
+/** The registry and the time the evidence is judged at. */
+export interface CountingContext extends WitnessRegistry {
+  readonly now: number
+}
+
+/** A witness's final no for the current generation: its reject, its revoke, or its failed nested call. */
+export interface Refusal {
+  readonly witness: string
+  readonly kind: "reject" | "revoke" | "dependency"
+  /** The class it attested under (absent for a failed nested call). */
+  readonly class?: string
+  readonly reason: string
+}
+
+/** The digest of the presentation the current witness request shows, or null while none was shown. */
+export const currentPresentationDigest = (f: HeldCallFacts): string | null =>
+  f.witness_request === null ? null : presentationDigest(f.witness_request.presentation)
+
+/** Whether the registry in force still stands behind a statement: class held, signing key registered. */
+export const stillRegistered = (e: Evidence, registry: WitnessRegistry): boolean =>
+  registry.classesOf(e.witness).includes(e.class) && registry.keysOf(e.witness).includes(e.key)
+
+/** Statements of the current generation the registry stands behind, not the proposer's, bound to what is shown now. */
+const standing = (f: HeldCallFacts, registry: WitnessRegistry): ReadonlyArray<Evidence> => {
+  const shown = f.witness_request === null ? null : currentPresentationDigest(f)
+  return currentEvidence(f).filter(
+    (e) => e.witness !== f.spec?.principal && stillRegistered(e, registry) && (e.presentation_digest === undefined || e.presentation_digest === shown)
+  )
+}
+
+/**
+ * Every witness whose no is final for the current generation, sorted by witness: a reject (no
+ * revoke withdraws it, whatever its expiry), a revoke (it withdraws that witness's approvals of the
+ * generation for good), and a failed nested call the witness attached.
+ */
+export const refusalsOf = (f: HeldCallFacts, registry: WitnessRegistry): ReadonlyArray<Refusal> => {
+  const out = new Map<string, Refusal>()
+  const statements = standing(f, registry).filter((e) => e.status === "valid")
+  // A reject is named before a revoke of the same witness: it is the stronger no.
+  for (const kind of ["reject", "revoke"] as const) {
+    for (const e of statements) {
+      if (e.decision !== kind || out.has(e.witness)) continue
+      const what = kind === "reject" ? "reject by" : "approval revoked by"
+      out.set(e.witness, { witness: e.witness, kind, class: e.class, reason: `${what} ${e.class} witness ${e.witness}${e.reason ? `: ${e.reason}` : ""}` })
+    }
+  }
+  for (const d of dependencyRejects(f)) if (!out.has(d.witness)) out.set(d.witness, { ...d, kind: "dependency" })
+  return [...out.values()].sort((a, b) => (a.witness < b.witness ? -1 : a.witness > b.witness ? 1 : 0))
+}
+
+/** Approvals that count now: standing, unexpired, and from a witness with no final no. */
+export const countingApprovals = (f: HeldCallFacts, ctx: CountingContext): ReadonlyArray<Evidence> => {
+  const refused = new Set(refusalsOf(f, ctx).map((r) => r.witness))
+  return standing(f, ctx).filter((e) => e.status === "valid" && e.decision === "approve" && Date.parse(e.expires_at) > ctx.now && !refused.has(e.witness))
+}
+
+/** The veto in force, if any: a final no from a witness of a veto class (by its reject's class, or any class it holds for a failed nested call). */
+export const vetoOf = (f: HeldCallFacts, registry: WitnessRegistry): Refusal | undefined => {
+  const veto = f.witness_contract?.veto ?? []
+  return refusalsOf(f, registry).find((r) =>
+    r.kind === "reject" ? veto.includes(r.class!) : r.kind === "dependency" && registry.classesOf(r.witness).some((c) => veto.includes(c))
+  )
+}
+
+/** Approvals that could still arrive: each registered principal with a key, under each class it holds, but the proposer and those whose no is final. */
+const possibleApprovals = (f: HeldCallFacts, registry: WitnessRegistry, refused: ReadonlySet<string>): ReadonlyArray<Approval> =>
+  registry
+    .principals()
+    .filter((p) => p !== f.spec?.principal && !refused.has(p) && registry.keysOf(p).length > 0)
+    .flatMap((p) => registry.classesOf(p).map((c) => ({ witness: p, class: c })))
+
+/** Where the witness rule of a held call stands, and the final noes behind it. */
+export interface Outlook {
+  readonly status: RuleStatus
+  readonly refusals: ReadonlyArray<Refusal>
+}
+
+/**
+ * Evaluates the active rule three-valued. A rule that cannot be met is still pending while a
+ * timeout fallback that routes to another rule is yet to apply and that rule can be met.
+ */
+export const outlookOf = (f: HeldCallFacts, ctx: CountingContext): Outlook => {
+  const refusals = refusalsOf(f, ctx)
+  if (f.active_rule === null) return { status: "pending", refusals }
+  const approvals = countingApprovals(f, ctx)
+  const possible = possibleApprovals(f, ctx, new Set(refusals.map((r) => r.witness)))
+  const status = ruleStatus(f.active_rule, approvals, possible)
+  const fb = f.witness_contract?.fallback
+  if (status === "unsatisfiable" && fb?.action === "route" && !sameRule(f.active_rule, fb.rule) && ruleStatus(fb.rule, approvals, possible) !== "unsatisfiable") {
+    return { status: "pending", refusals }
+  }
+  return { status, refusals }
+}
+
+/** The reasons a call is denied with when its rule can no longer be met: each final no, or that no registered witness could ever meet it. */
+export const unsatisfiableReasons = (o: Outlook): ReadonlyArray<Reason> =>
+  o.refusals.length > 0
+    ? o.refusals.map((r) => ({ by: r.witness, reason: r.reason }))
+    : [{ by: "kernel", reason: "no registered witnesses can satisfy the witness rule" }]
+
+const sameRule = (a: WitnessRule | null, b: WitnessRule): boolean => a !== null && JSON.stringify(a) === JSON.stringify(b)
