@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest"
 import { countingApprovals, currentPresentationDigest, outlookOf } from "../../runtime/heldcall/Counting.js"
 import { mayDispatch, reconcile } from "../../runtime/heldcall/Reconciler.js"
+import type { EventOf } from "../../runtime/schema/Events.js"
 import type { HeldCallFacts } from "../../runtime/schema/Facts.js"
 import type { WitnessContract } from "../../runtime/schema/WitnessContract.js"
 import { adjudicated, attestation, ctxAt, fold, given, held, proposed, Registry, TestKey, type Statement } from "./Given.js"
@@ -9,9 +10,11 @@ import { adjudicated, attestation, ctxAt, fold, given, held, proposed, Registry,
 // with a reject (or revoke) final for its witness, and a rule no one left can meet ends the call.
 
 const parkedWith = (contract: WitnessContract) => given(proposed(), adjudicated(1, { contract }), held(1, contract))
-const say = (contract: WitnessContract, s: Omit<Statement, "contract" | "issued"> & { issued?: number; reason?: string }) => {
-  const { reason, ...rest } = s
-  return { ...attestation({ issued: 100, ...rest, contract }), ...(reason !== undefined ? { reason } : {}) }
+/** An accepted attestation under `contract`, with the witness's reason and presentation digest when given. */
+const say = (contract: WitnessContract, s: Omit<Statement, "contract" | "issued" | "rejected"> & { issued?: number; reason?: string; presentation_digest?: string }): EventOf<"attestation.accepted"> => {
+  const { reason, presentation_digest, ...rest } = s
+  const e = attestation({ issued: 100, ...rest, contract }) as EventOf<"attestation.accepted">
+  return { ...e, ...(reason !== undefined ? { reason } : {}), ...(presentation_digest !== undefined ? { presentation_digest } : {}) }
 }
 /** Reconciles to the fixed point and folds the local events back, as the driver does. */
 const settle = (f: HeldCallFacts, ctx = ctxAt(1_000)) => {
@@ -48,9 +51,9 @@ describe("the registry in force decides, at readiness", () => {
 
   it("given an approval bound to a presentation other than the one shown now, then it does not count", () => {
     const human: WitnessContract = { rule: { class: "human" } }
-    const f = fold(parkedWith(human), { ...say(human, { witness: "user:carol", decision: "approve" }), presentation_digest: "0".repeat(64) })
+    const f = fold(parkedWith(human), say(human, { witness: "user:carol", decision: "approve", presentation_digest: "0".repeat(64) }))
     expect(settle(f).facts.readiness).toBe("unsatisfied")
-    const shown = fold(parkedWith(human), { ...say(human, { witness: "user:carol", decision: "approve" }), presentation_digest: currentPresentationDigest(parkedWith(human))! })
+    const shown = fold(parkedWith(human), say(human, { witness: "user:carol", decision: "approve", presentation_digest: currentPresentationDigest(parkedWith(human))! }))
     expect(settle(shown).actions).toEqual([{ kind: "execute" }])
   })
 })
