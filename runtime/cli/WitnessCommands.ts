@@ -3,6 +3,7 @@ import { Console, Effect, Option } from "effect"
 import { createInterface } from "node:readline/promises"
 import { ask, CliError, connectClient } from "./Connect.js"
 import { getHeld } from "./HeldCommands.js"
+import { presentationDigest } from "../schema/Canonical.js"
 
 const heldIdArg = Args.text({ name: "held_id" })
 const principalOpt = Options.text("principal").pipe(Options.withDescription("the principal you sign as (registered in the profile)"))
@@ -29,16 +30,20 @@ const attestCommand = Command.make(
     klass: Options.text("class").pipe(Options.withDescription("the witness class you attest as (human, ci, fraud, ...)")),
     key: keyOpt,
     reject: Options.boolean("reject").pipe(Options.withDescription("reject instead of approve")),
+    reason: Options.text("reason").pipe(Options.optional, Options.withDescription("why, in your words (signed; the agent sees it, at most 500 characters)")),
     yes: Options.boolean("yes").pipe(Options.withAlias("y"), Options.withDescription("sign without asking")),
     json
   },
-  ({ heldId, principal, klass, key, reject, yes, json }) =>
+  ({ heldId, principal, klass, key, reject, reason, yes, json }) =>
     Effect.gen(function* () {
       const client = yield* connectClient("witness", principal, Option.getOrUndefined(key))
       const h = yield* getHeld(client, heldId)
       const request = h["witness_request"] as { presentation?: unknown; contract?: unknown; contract_digest?: string } | null
       if (request === null || request === undefined || h["lifecycle"] !== "open") return yield* new CliError({ message: `held call ${heldId} is ${String(h["lifecycle"])} and waits for no witness` })
       const decision = reject ? "reject" : "approve"
+      // The digest of exactly what is printed below: the kernel refuses it if the call is shown differently by then.
+      const presentation_digest = presentationDigest(request.presentation ?? {})
+      const why = Option.getOrUndefined(reason)
       yield* Console.log(
         [
           `You are about to ${decision.toUpperCase()} as ${principal} (${klass}):`,
@@ -47,12 +52,23 @@ const attestCommand = Command.make(
           `held_id          ${heldId}`,
           `generation       ${String(h["generation"])}`,
           `call_digest      ${String(h["call_digest"])}`,
-          `contract_digest  ${String(h["contract_digest"])}`
+          `contract_digest  ${String(h["contract_digest"])}`,
+          `presentation     sha256 ${presentation_digest}`,
+          ...(why !== undefined ? [`reason           ${why}`] : [])
         ].join("\n")
       )
       if (!yes && !(yield* confirm("Sign this attestation?"))) return yield* new CliError({ message: "not signed (answer y on a terminal, or pass --yes)" })
       const reply = yield* ask(`attest ${heldId}`, () =>
-        client.attest({ held_id: heldId, class: klass, decision, generation: Number(h["generation"]), call_digest: String(h["call_digest"]), contract_digest: String(h["contract_digest"]) })
+        client.attest({
+          held_id: heldId,
+          class: klass,
+          decision,
+          generation: Number(h["generation"]),
+          call_digest: String(h["call_digest"]),
+          contract_digest: String(h["contract_digest"]),
+          presentation_digest,
+          ...(why !== undefined ? { reason: why } : {})
+        })
       )
       yield* Console.log(json ? JSON.stringify(reply, null, 2) : `${reply.status} ${JSON.stringify(reply)}`)
       if (reply.status >= 400) process.exitCode = 1

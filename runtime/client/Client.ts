@@ -5,6 +5,7 @@ import { signEnvelope } from "../protocol/Authenticate.js"
 import type { Envelope } from "../schema/Envelope.js"
 import type { JsonObject } from "../schema/Json.js"
 import type { WitnessRequest } from "../schema/Events.js"
+import { presentationDigest } from "../schema/Canonical.js"
 import { Subjects, Streams, inboxOptionOf } from "../schema/Subjects.js"
 
 /** A propose reply, by outcome (protocol.md). */
@@ -37,6 +38,8 @@ export interface Delivery {
   outcome: "completed" | "denied" | "cancelled" | "expired"
   admission: "admitted" | "quarantined" | null
   result: unknown
+  /** Why a denied call was denied (each witness's final no, or the policy's reason). */
+  reasons?: Array<{ by: string; reason: string }>
   call_digest: string
   delivery_id: string
 }
@@ -71,6 +74,10 @@ export interface AttestInput {
   readonly call_digest: string
   readonly contract_digest: string
   readonly evidence_digest?: string
+  /** `sha256(JCS(presentation))` of the presentation shown (`presentationDigest`); the kernel refuses it if the call is shown differently now. */
+  readonly presentation_digest?: string
+  /** Why, in the witness's words (at most 500 characters); the agent gets it with a denial. */
+  readonly reason?: string
   readonly ttlMs?: number
   readonly issued_at?: string
   readonly expires_at?: string
@@ -135,7 +142,7 @@ export class WitnessClient {
     this.nc.subscribe(Subjects.presence(sessionId))
   }
 
-  get(heldId: string): Promise<{ status: number; held?: Record<string, unknown> & { session_id: string; generation: number; call_digest: string; contract_digest: string | null } ; error?: ErrorReply["error"] }> {
+  get(heldId: string): Promise<{ status: number; held?: Record<string, unknown> & { session_id: string; generation: number; call_digest: string; contract_digest: string | null; witness_request?: WitnessRequest | null }; error?: ErrorReply["error"] }> {
     return this.request(Subjects.get, { held_id: heldId })
   }
 
@@ -155,12 +162,25 @@ export class WitnessClient {
     )
   }
 
-  /** Reads a held call and approves (or rejects) exactly its current generation and digests. */
-  async decide(heldId: string, klass: string, decision: AttestInput["decision"] = "approve"): Promise<AttestReply> {
+  /**
+   * Reads a held call and approves (or rejects) exactly its current generation, digests and
+   * presentation, optionally saying why.
+   */
+  async decide(heldId: string, klass: string, decision: AttestInput["decision"] = "approve", reason?: string): Promise<AttestReply> {
     const got = await this.get(heldId)
     if (got.status !== 200 || got.held === undefined) throw new Error(`held.get ${heldId}: ${JSON.stringify(got)}`)
     const h = got.held
-    return this.attest({ held_id: heldId, class: klass, decision, generation: h.generation, call_digest: h.call_digest, contract_digest: h.contract_digest ?? "" })
+    const shown = h.witness_request?.presentation
+    return this.attest({
+      held_id: heldId,
+      class: klass,
+      decision,
+      generation: h.generation,
+      call_digest: h.call_digest,
+      contract_digest: h.contract_digest ?? "",
+      ...(shown !== undefined ? { presentation_digest: presentationDigest(shown) } : {}),
+      ...(reason !== undefined ? { reason } : {})
+    })
   }
 
   cancel(heldId: string, reason = "cancelled by the agent"): Promise<{ status: number; lifecycle?: string; error?: ErrorReply["error"] }> {

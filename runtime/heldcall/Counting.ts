@@ -72,6 +72,17 @@ export const refusalsOf = (f: HeldCallFacts, registry: WitnessRegistry): Readonl
   return [...out.values()].sort((a, b) => (a.witness < b.witness ? -1 : a.witness > b.witness ? 1 : 0))
 }
 
+/**
+ * The kind of final no a witness gave the current generation, as recorded (the kernel refuses
+ * its later approvals at once rather than accept them and never count them).
+ */
+export const finalNoOf = (f: HeldCallFacts, witness: string): Refusal["kind"] | undefined => {
+  const mine = f.evidence.filter((e) => e.witness === witness && e.generation === f.generation && e.status === "valid")
+  if (mine.some((e) => e.decision === "reject")) return "reject"
+  if (mine.some((e) => e.decision === "revoke")) return "revoke"
+  return dependencyRejects(f).some((d) => d.witness === witness) ? "dependency" : undefined
+}
+
 /** Approvals that count now: standing, unexpired, and from a witness with no final no. */
 export const countingApprovals = (f: HeldCallFacts, ctx: CountingContext): ReadonlyArray<Evidence> => {
   const refused = new Set(refusalsOf(f, ctx).map((r) => r.witness))

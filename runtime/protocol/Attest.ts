@@ -5,7 +5,7 @@ import { wake } from "../ledger/Wakes.js"
 import { eventOf } from "../loops/Actions.js"
 import { beforeDispatch, canonicalCall } from "../heldcall/Facts.js"
 import { admittedWitnesses } from "../heldcall/Reconciler.js"
-import { currentPresentationDigest } from "../heldcall/Counting.js"
+import { currentPresentationDigest, finalNoOf } from "../heldcall/Counting.js"
 import { classesOf, type ActivePolicy } from "../policy/ActivePolicy.js"
 import { jcsDigest } from "../schema/Canonical.js"
 import type { AttestationAccepted, AttestationRejected } from "../schema/Events.js"
@@ -50,14 +50,11 @@ export const judgeAttestation = (f: HeldCallFacts, p: AttestPayload, env: Envelo
   }
   if (f.evidence.some((e) => e.witness === p.principal && e.nonce === p.nonce)) return { disposition: "invalid", reason: "nonce already used by this witness on this call (replay)" }
   const final = p.decision === "approve" || p.decision === "evidence" ? finalNoOf(f, p.principal) : undefined
-  if (final !== undefined) return { disposition: "invalid", reason: `this witness already ${final === "reject" ? "rejected" : "revoked its approval of"} generation ${f.generation}; that is final for the generation` }
+  if (final !== undefined) {
+    const did = final === "reject" ? "rejected" : final === "revoke" ? "revoked its approval of" : "failed a nested call it attached to"
+    return { disposition: "invalid", reason: `this witness already ${did} generation ${f.generation}; that is final for the generation` }
+  }
   return { disposition: "accepted" }
-}
-
-/** A witness's reject or revoke of the current generation: after it, its approvals of the generation never count. */
-const finalNoOf = (f: HeldCallFacts, witness: string): "reject" | "revoke" | undefined => {
-  const mine = f.evidence.filter((e) => e.witness === witness && e.generation === f.generation && e.status === "valid")
-  return mine.some((e) => e.decision === "reject") ? "reject" : mine.some((e) => e.decision === "revoke") ? "revoke" : undefined
 }
 
 const replyFor = (v: Verdict, duplicate = false): Reply =>

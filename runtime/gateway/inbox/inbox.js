@@ -122,10 +122,16 @@
     if (identity === null || current === null) return
     const nonce = b64.enc(nacl.randomBytes(12)).replace(/[^A-Za-z0-9]/g, "x")
     const now = Date.now()
+    // Binds the presentation shown above: sha256 of its canonical JSON (WebCrypto needs a secure context, as localhost is).
+    const shown = current.witness_request?.presentation
+    const presentationDigest = shown !== undefined && globalThis.crypto?.subtle !== undefined
+      ? Array.from(new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(jcs(shown)))), (b) => b.toString(16).padStart(2, "0")).join("")
+      : undefined
     const payload = {
       op: "attest", principal: identity.principal, class: identity.klass, held_id: current.held_id,
       generation: current.generation, call_digest: current.call_digest, contract_digest: current.contract_digest,
-      decision, issued_at: new Date(now).toISOString(), expires_at: new Date(now + 10 * 60_000).toISOString(), nonce
+      decision, issued_at: new Date(now).toISOString(), expires_at: new Date(now + 10 * 60_000).toISOString(), nonce,
+      ...(presentationDigest !== undefined ? { presentation_digest: presentationDigest } : {})
     }
     const sig = nacl.sign.detached(new TextEncoder().encode(jcs(payload)), identity.keys.secretKey)
     const envelope = { payload, key: b64.enc(identity.keys.publicKey), sig: b64.enc(sig) }
