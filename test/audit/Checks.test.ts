@@ -73,6 +73,20 @@ describe("pure checks over the recorded witnessed transfer", () => {
     expect(check(checks, "effect-safety").violations[0]!.message).toContain("did not satisfy the witness rule")
   })
 
+  it("an approval counted at dispatch after the admin removed its key -> attestation-binding names it", () => {
+    // dave keeps his class but loses his key between his approval and the dispatch it released.
+    const daveKeyless = { ...profile, principals: { ...profile.principals, "user:dave": { keys: [], classes: ["human"] } } }
+    const dispatched = recorded.find((e) => e.event.type === "effect.dispatched")!
+    const removedAt = before(dispatched.event.at, 5)
+    const checks = audit(recorded, ctxWith({ policy: policyHistory([record(1, before(t0, 60_000)), record(2, removedAt, [daveKeyless])]) }))
+    const daves = accepted.find((e) => e.event.type === "attestation.accepted" && e.event.witness === "user:dave")!.seq
+    expect(check(checks, "attestation-binding").violations).toEqual([
+      expect.objectContaining({ seqs: [daves, dispatched.seq], message: expect.stringMatching(/^approval by user:dave counted at dispatch although its key .* was no longer registered to it \(epoch 2\)$/) })
+    ])
+    // Removed only after the dispatch: nothing to name.
+    expect(check(audit(recorded, ctxWith({ policy: policyHistory([record(1, before(t0, 60_000)), record(2, new Date(Date.parse(dispatched.event.at) + 3_600_000).toISOString(), [daveKeyless])]) })), "attestation-binding").violations).toEqual([])
+  })
+
   it("an approval re-bound to generation 1 (event and signed payload) -> attestation-binding and signatures", () => {
     const target = accepted[0]!.seq
     const checks = audit(edit((e, seq) => {

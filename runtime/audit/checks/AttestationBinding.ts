@@ -1,4 +1,7 @@
-import { activePolicy, type ActivePolicy } from "../../policy/ActivePolicy.js"
+import { activePolicy, classesOf, type ActivePolicy } from "../../policy/ActivePolicy.js"
+import { countingApprovals } from "../../heldcall/Counting.js"
+import { satisfies } from "../../heldcall/WitnessRuleEval.js"
+import type { Evidence, HeldCallFacts } from "../../schema/Facts.js"
 import { judgeAttestation } from "../../protocol/Attest.js"
 import { AttestPayload } from "../../schema/Requests.js"
 import { compileGuard } from "../internal/compileGuard.js"
@@ -14,14 +17,26 @@ const Copied = ["generation", "call_digest", "contract_digest", "decision", "iss
  * own acceptance rule (`judgeAttestation`, invariants 3 and 4) accepts it against the facts just
  * before it, at its time, under the registry then in force: bound to this held call, its
  * generation, call digest and contract digest, unexpired, unreplayed, from a registered
- * witness of an admitted class, independent of the proposer.
+ * witness of an admitted class, independent of the proposer. And at every `effect.dispatched`
+ * of a witnessed call, no approval counted whose signing key the registry in force no longer
+ * held (a removed key's approvals stop counting): each one the rule needed is named.
  */
 export const attestationBinding: HeldCheck = {
   name: "attestation-binding",
   run: (call, ctx) => {
     const c = collector("attestation-binding", call.heldId)
+    const acceptedAt = new Map<string, number>()
     for (const { seq, event, before, fresh } of call.steps) {
+      if (event.type === "effect.dispatched" && fresh) {
+        const inForce = ctx.policy.at(seq, event.at) ?? ctx.policy.byEpoch(event.policy_epoch)
+        if (inForce === undefined) continue
+        for (const e of removedKeyApprovals(before, inForce.policy, Date.parse(event.at))) {
+          c.fail([acceptedAt.get(e.attestation_digest) ?? seq, seq], `approval by ${e.witness} counted at dispatch although its key ${e.key.slice(0, 12)}… was no longer registered to it (epoch ${inForce.epoch})`)
+        }
+        continue
+      }
       if (event.type !== "attestation.accepted" || !fresh) continue
+      acceptedAt.set(event.attestation_digest, seq)
       c.count()
       const p: unknown = event.envelope.payload
       if (!isAttest(p)) {
@@ -51,4 +66,18 @@ export const attestationBinding: HeldCheck = {
     }
     return c.done()
   }
+}
+
+/**
+ * Approvals a dispatch rested on whose signing key `policy` no longer registers: those that
+ * count when each statement's own key is taken as registered but not under the real registry,
+ * when the rule held only with them.
+ */
+const removedKeyApprovals = (f: HeldCallFacts, policy: ActivePolicy, now: number): ReadonlyArray<Evidence> => {
+  if (f.verdict !== "REQUIRE_WITNESS" || f.active_rule === null) return []
+  const registry = { now, classesOf: (p: string) => classesOf(policy, p), principals: () => [...policy.principals.keys()] }
+  const registered = countingApprovals(f, { ...registry, keysOf: (p) => policy.principals.get(p)?.keys ?? [] })
+  const claimed = countingApprovals(f, { ...registry, keysOf: (p) => f.evidence.filter((e) => e.witness === p).map((e) => e.key) })
+  if (!satisfies(f.active_rule, claimed) || satisfies(f.active_rule, registered)) return []
+  return claimed.filter((e) => !registered.includes(e))
 }
