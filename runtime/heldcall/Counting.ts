@@ -46,9 +46,10 @@ export const stillRegistered = (e: Evidence, registry: WitnessRegistry): boolean
 
 /** Statements of the current generation the registry stands behind, not the proposer's, bound to what is shown now. */
 const standing = (f: HeldCallFacts, registry: WitnessRegistry): ReadonlyArray<Evidence> => {
-  const shown = f.witness_request === null ? null : currentPresentationDigest(f)
+  let shown: string | null | undefined
+  const isShown = (digest: string) => digest === (shown === undefined ? (shown = currentPresentationDigest(f)) : shown)
   return currentEvidence(f).filter(
-    (e) => e.witness !== f.spec?.principal && stillRegistered(e, registry) && (e.presentation_digest === undefined || e.presentation_digest === shown)
+    (e) => e.witness !== f.spec?.principal && stillRegistered(e, registry) && (e.presentation_digest === undefined || isShown(e.presentation_digest))
   )
 }
 
@@ -77,7 +78,7 @@ export const refusalsOf = (f: HeldCallFacts, registry: WitnessRegistry): Readonl
  * its later approvals at once rather than accept them and never count them).
  */
 export const finalNoOf = (f: HeldCallFacts, witness: string): Refusal["kind"] | undefined => {
-  const mine = f.evidence.filter((e) => e.witness === witness && e.generation === f.generation && e.status === "valid")
+  const mine = currentEvidence(f).filter((e) => e.witness === witness && e.status === "valid")
   if (mine.some((e) => e.decision === "reject")) return "reject"
   if (mine.some((e) => e.decision === "revoke")) return "revoke"
   return dependencyRejects(f).some((d) => d.witness === witness) ? "dependency" : undefined
