@@ -87,6 +87,13 @@ describe("pure checks over the recorded witnessed transfer", () => {
     expect(check(audit(recorded, ctxWith({ policy: policyHistory([record(1, before(t0, 60_000)), record(2, new Date(Date.parse(dispatched.event.at) + 3_600_000).toISOString(), [daveKeyless])]) })), "attestation-binding").violations).toEqual([])
   })
 
+  it("a witness's reason written into the event but not signed -> attestation-binding", () => {
+    const target = accepted[0]!.seq
+    const checks = audit(edit((e, seq) => (seq === target ? { ...e, reason: "the witness never said this" } : e)))
+    expect(failed(checks)).toEqual(["attestation-binding"])
+    expect(check(checks, "attestation-binding").violations[0]!.message).toContain("reason differ")
+  })
+
   it("an approval re-bound to generation 1 (event and signed payload) -> attestation-binding and signatures", () => {
     const target = accepted[0]!.seq
     const checks = audit(edit((e, seq) => {

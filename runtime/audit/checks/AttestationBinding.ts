@@ -10,7 +10,7 @@ import { collector, type HeldCheck } from "./Check.js"
 const isAttest = compileGuard(AttestPayload)
 
 /** Fields an accepted attestation event copies from the signed request. */
-const Copied = ["generation", "call_digest", "contract_digest", "decision", "issued_at", "expires_at", "nonce", "evidence_digest"] as const
+const Copied = ["generation", "call_digest", "contract_digest", "decision", "issued_at", "expires_at", "nonce", "evidence_digest", "presentation_digest", "reason"] as const
 
 /**
  * `attestation-binding`: every `attestation.accepted` records what was signed, and the kernel's
