@@ -1,10 +1,13 @@
 import { describe, expect, it } from "vitest"
+import fc from "fast-check"
 import { countingApprovals, currentPresentationDigest, outlookOf } from "../../runtime/heldcall/Counting.js"
 import { mayDispatch, reconcile } from "../../runtime/heldcall/Reconciler.js"
 import type { EventOf } from "../../runtime/schema/Events.js"
 import type { HeldCallFacts } from "../../runtime/schema/Facts.js"
 import type { WitnessContract } from "../../runtime/schema/WitnessContract.js"
 import { adjudicated, attestation, ctxAt, fold, given, held, proposed, Registry, TestKey, type Statement } from "./Given.js"
+
+fc.configureGlobal({ seed: Number(process.env["WK_FC_SEED"] ?? 8785) })
 
 // Evidence is decided again at readiness: against the registry in force, once per principal,
 // with a reject (or revoke) final for its witness, and a rule no one left can meet ends the call.
@@ -100,5 +103,40 @@ describe("three-valued rules: a reject is final for its witness", () => {
     const later = settle(settle(f, ctxAt(6_000)).facts, ctxAt(6_000))
     expect(later.facts).toMatchObject({ lifecycle: "open", active_rule: { class: "human" } })
     expect(settle(fold(later.facts, say(routed, { witness: "user:dave", decision: "approve" })), ctxAt(6_000)).actions).toEqual([{ kind: "execute" }])
+  })
+})
+
+describe("final noes, over random statements (properties)", () => {
+  const human: WitnessContract = { rule: { class: "human", count: 2 } }
+  const statementArb = fc.record({
+    witness: fc.constantFrom("user:carol", "user:dave", "user:erin"),
+    decision: fc.constantFrom("approve", "reject", "revoke") as fc.Arbitrary<"approve" | "reject" | "revoke">,
+    // Claimed issue times anywhere from well before to well after the others (a future issued_at included).
+    issued: fc.integer({ min: 0, max: 120_000 }),
+    nonce: fc.string({ minLength: 8, maxLength: 8 })
+  })
+
+  it("a witness with a reject or a revoke of the generation never counts, whatever the order and the claimed times", () => {
+    fc.assert(
+      fc.property(fc.array(statementArb, { maxLength: 8 }), (statements) => {
+        const f = fold(parkedWith(human), ...statements.map((st) => say(human, st)))
+        const refused = new Set(statements.filter((st) => st.decision !== "approve").map((st) => st.witness))
+        const counted = countingApprovals(f, ctxAt(1_000)).map((e) => e.witness)
+        expect(counted.filter((w) => refused.has(w))).toEqual([])
+        // and any witness without a no, whose approval is unexpired, counts
+        for (const st of statements) if (st.decision === "approve" && !refused.has(st.witness)) expect(counted).toContain(st.witness)
+      })
+    )
+  })
+
+  it("the outcome does not depend on the order the statements arrive in", () => {
+    fc.assert(
+      fc.property(fc.array(statementArb, { maxLength: 6 }).chain((xs) => fc.tuple(fc.constant(xs), fc.shuffledSubarray(xs, { minLength: xs.length, maxLength: xs.length }))), ([a, b]) => {
+        const [fa, fb] = [a, b].map((xs) => settle(fold(parkedWith(human), ...xs.map((st) => say(human, st)))).facts)
+        expect(fb!.lifecycle).toBe(fa!.lifecycle)
+        expect(fb!.readiness).toBe(fa!.readiness)
+        expect(fb!.reasons).toEqual(fa!.reasons)
+      })
+    )
   })
 })
