@@ -11,8 +11,8 @@ import { canonicalCall } from "./Facts.js"
  * - `auditor`: everything the log holds, quarantined bytes included (exports).
  * - `admin`: every fact, but no quarantined bytes (the operator CLI, a policy admin's read).
  * - `proposer`: its own call as `admin` sees it.
- * - `witness`: what a witness needs to decide; with disclosure `redacted` arguments and results
- *   are replaced by their types. Its event stream carries no arguments or results at all.
+ * - `witness`: what a witness needs to decide; with disclosure `redacted` arguments, results and
+ *   policy reasons are replaced. Its event stream carries no arguments, results or reasons at all.
  *
  * Quarantined bytes are the raw result or error of `effect.recorded` (before admission) and the
  * result admission refused: only the auditor's view holds them.
@@ -104,7 +104,8 @@ export const heldView = (role: Role, f: HeldCallFacts) => {
     continuation_ref: spec?.continuation_ref,
     generation: f.generation,
     verdict: f.verdict,
-    reasons: f.reasons,
+    // Policy reasons may quote argument values ("amount 7741 is over ..."): a redacted witness sees who, not why.
+    reasons: redacted ? f.reasons.map((r) => ({ by: r.by, reason: "[redacted string]" })) : f.reasons,
     witness_contract: f.witness_contract,
     contract_digest: f.contract_digest,
     witness_request: f.witness_request,
@@ -148,7 +149,7 @@ const omit = (e: HeldEvent, keys: ReadonlyArray<string>): Record<string, unknown
  * One stored event as a role may see it. `effect.recorded` carries the tool's raw result or error
  * before admission: only the auditor sees those. A witness's events carry no arguments, results,
  * plugin decisions or the proposer's signed request: it reads the call through `heldView`, where
- * disclosure applies.
+ * disclosure applies. Policy reasons, which may quote arguments, are left out of its events too.
  */
 export const eventView = (role: Role, e: HeldEvent): Record<string, unknown> => {
   if (role === "auditor") return { ...e }
@@ -159,7 +160,9 @@ export const eventView = (role: Role, e: HeldEvent): Record<string, unknown> => 
     case "call.proposed":
       return omit(e, ["args", "envelope"])
     case "call.adjudicated":
-      return { ...omit(e, ["decisions", "executed"]), ...(e.executed ? { executed: { tool: e.executed.tool, call_digest: e.executed.call_digest } } : {}) }
+      return { ...omit(e, ["decisions", "executed", "reasons"]), ...(e.executed ? { executed: { tool: e.executed.tool, call_digest: e.executed.call_digest } } : {}) }
+    case "call.denied":
+      return omit(e, ["reasons"])
     case "result.admitted":
       return omit(e, ["result", "decisions"])
     case "dependency.added":
