@@ -5,11 +5,12 @@ import { Kvm } from "@nats-io/kv"
 import type { WitnessClient } from "../client/Client.js"
 import { Buckets, Streams, Subjects } from "../schema/Subjects.js"
 import { ask, CliError, connectClient } from "./Connect.js"
+import { ExitCode, exitOfReply } from "./Exit.js"
 
 type Held = Record<string, unknown>
 
 const json = Options.boolean("json").pipe(Options.withDescription("print JSON instead of text"))
-const heldIdArg = Args.text({ name: "held_id" })
+const heldIdArg = Args.text({ name: "held_id" }).pipe(Args.withDescription("the held call, as `wk propose` or `wk held ls` prints it"))
 // Operators read as the kernel's role user by default (it may read every call); WK_NATS_USER overrides.
 const opsClient = connectClient("kernel", "admin:cli")
 
@@ -17,8 +18,8 @@ const opsClient = connectClient("kernel", "admin:cli")
 export const getHeld = (client: WitnessClient, heldId: string) =>
   Effect.gen(function* () {
     const r = yield* ask(`held.get ${heldId}`, () => client.get(heldId))
-    if (r.status === 404) return yield* new CliError({ message: `no held call ${heldId} (list open ones with \`wk held ls\`)` })
-    if (r.status !== 200 || r.held === undefined) return yield* new CliError({ message: `held.get ${heldId}: ${r.error?.message ?? `status ${r.status}`}` })
+    if (r.status === 404) return yield* new CliError({ message: `no held call ${heldId} (list open ones with \`wk held ls\`)`, exit: ExitCode.refused })
+    if (r.status !== 200 || r.held === undefined) return yield* new CliError({ message: `held.get ${heldId}: ${r.error?.message ?? `status ${r.status}`}`, exit: exitOfReply(r) })
     return r.held as Held
   })
 
@@ -46,7 +47,7 @@ const lsCommand = Command.make(
     state: Options.text("state").pipe(Options.optional, Options.withDescription("only calls whose state starts with this (open, open/unsatisfied, open/satisfied, ...)")),
     principal: Options.text("principal").pipe(Options.optional, Options.withDescription("only calls proposed by this principal")),
     tool: Options.text("tool").pipe(Options.optional, Options.withDescription("only calls of this tool")),
-    limit: Options.integer("limit").pipe(Options.withDefault(500))
+    limit: Options.integer("limit").pipe(Options.withDefault(500), Options.withDescription("read at most this many open calls"))
   },
   ({ json, state, principal, tool, limit }) =>
     Effect.gen(function* () {
