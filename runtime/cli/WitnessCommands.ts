@@ -76,14 +76,17 @@ const cancelCommand = Command.make(
 
 const asOpt = Options.text("as").pipe(Options.withDefault("agent:alice"), Options.withDescription("the proposing principal (it signs the acknowledgement)"))
 
+/** A completed call whose tool reported a failure delivers `{"error": ...}` as its result. */
+const toolFailed = (d: Delivery) => d.outcome === "completed" && typeof d.result === "object" && d.result !== null && "error" in d.result
+
 /** The exit code of a delivered result: completed (0, or 8 when the tool failed), denied (4), cancelled or expired (5). */
 const exitOfDelivery = (d: Delivery): number => {
-  if (d.outcome === "completed") return (d.result as { ok?: unknown } | null)?.ok === false ? ExitCode.toolFailed : ExitCode.ok
+  if (d.outcome === "completed") return toolFailed(d) ? ExitCode.toolFailed : ExitCode.ok
   return d.outcome === "denied" ? ExitCode.denied : ExitCode.refused
 }
 
 const describeDelivery = (d: Delivery) =>
-  `${d.outcome}${d.admission === "quarantined" ? " (result quarantined)" : ""} ${d.held_id}: ${JSON.stringify(d.result)}${(d.result as { ok?: unknown } | null)?.ok === false ? "  (the tool reported a failure)" : ""}`
+  `${d.outcome}${d.admission === "quarantined" ? " (result quarantined)" : ""} ${d.held_id}: ${JSON.stringify(d.result)}${toolFailed(d) ? "  (the tool reported a failure)" : ""}`
 
 const resultCommand = Command.make(
   "result",
