@@ -9,11 +9,12 @@ import { decodeEventBytes } from "../ledger/EventLog.js"
 import type { HeldEvent, SequencedEvent } from "../schema/Events.js"
 import { Buckets, Streams, Subjects } from "../schema/Subjects.js"
 import { ask, CliError, connectClient } from "./Connect.js"
+import { ExitCode, exitOfReply } from "./Exit.js"
 
 type Held = Record<string, unknown>
 
 const json = Options.boolean("json").pipe(Options.withDescription("print JSON instead of text"))
-const heldIdArg = Args.text({ name: "held_id" })
+const heldIdArg = Args.text({ name: "held_id" }).pipe(Args.withDescription("the held call, as `wk propose` or `wk held ls` prints it"))
 // Operators read as the kernel's role user by default (it may read every call's events, and sees
 // them through the admin view); WK_NATS_USER overrides.
 const opsClient = connectClient("kernel", "admin:cli")
@@ -40,7 +41,7 @@ export const getHeld = (client: WitnessClient, heldId: string) =>
   Effect.gen(function* () {
     const events = yield* pastEvents(client, heldId)
     const facts = reduce(heldId, events)
-    if (facts.spec === null) return yield* new CliError({ message: `no held call ${heldId} (list open ones with \`wk held ls\`)` })
+    if (facts.spec === null) return yield* new CliError({ message: `no held call ${heldId} (list open ones with \`wk held ls\`)`, exit: ExitCode.refused })
     return heldView("admin", facts) as Held
   })
 
@@ -68,7 +69,7 @@ const lsCommand = Command.make(
     state: Options.text("state").pipe(Options.optional, Options.withDescription("only calls whose state starts with this (open, open/unsatisfied, open/satisfied, ...)")),
     principal: Options.text("principal").pipe(Options.optional, Options.withDescription("only calls proposed by this principal")),
     tool: Options.text("tool").pipe(Options.optional, Options.withDescription("only calls of this tool")),
-    limit: Options.integer("limit").pipe(Options.withDefault(500))
+    limit: Options.integer("limit").pipe(Options.withDefault(500), Options.withDescription("read at most this many open calls"))
   },
   ({ json, state, principal, tool, limit }) =>
     Effect.gen(function* () {
