@@ -1,5 +1,5 @@
 import { Args, Command, Options } from "@effect/cli"
-import { Console, Effect, Option, Queue } from "effect"
+import { Console, Effect, Option, Queue, Schema } from "effect"
 import { jetstreamManager } from "@nats-io/jetstream"
 import { Kvm } from "@nats-io/kv"
 import type { WitnessClient } from "../client/Client.js"
@@ -7,6 +7,7 @@ import { reduce } from "../heldcall/Reducer.js"
 import { eventView, heldView } from "../heldcall/Views.js"
 import { decodeEventBytes } from "../ledger/EventLog.js"
 import type { HeldEvent, SequencedEvent } from "../schema/Events.js"
+import { HeldId } from "../schema/Ids.js"
 import { Buckets, Streams, Subjects } from "../schema/Subjects.js"
 import { ask, CliError, connectClient } from "./Connect.js"
 import { ExitCode, exitOfReply } from "./Exit.js"
@@ -39,10 +40,20 @@ const pastEvents = (client: WitnessClient, heldId: string) =>
  */
 export const getHeld = (client: WitnessClient, heldId: string) =>
   Effect.gen(function* () {
+    if (!Schema.is(HeldId)(heldId)) return yield* new CliError({ message: `held_id '${heldId}' is not a held id (h_ and 32 hex digits, as \`wk held ls\` prints them)`, exit: ExitCode.refused })
     const events = yield* pastEvents(client, heldId)
     const facts = reduce(heldId, events)
     if (facts.spec === null) return yield* new CliError({ message: `no held call ${heldId} (list open ones with \`wk held ls\`)`, exit: ExitCode.refused })
     return heldView("admin", facts) as Held
+  })
+
+/** One call as held.get answers this client's principal (its own view of the call), or a one-line error. */
+export const readHeld = (client: WitnessClient, heldId: string) =>
+  Effect.gen(function* () {
+    const r = yield* ask(`held.get ${heldId}`, () => client.get(heldId))
+    if (r.status === 404) return yield* new CliError({ message: `no held call ${heldId} (list open ones with \`wk held ls\`)`, exit: ExitCode.refused })
+    if (r.status !== 200 || r.held === undefined) return yield* new CliError({ message: `held.get ${heldId}: ${r.error?.message ?? `status ${r.status}`}`, exit: exitOfReply(r) })
+    return r.held as Held
   })
 
 /** Ids in the open-calls index (held calls not ended yet), at most `limit`. */
