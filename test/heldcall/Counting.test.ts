@@ -109,7 +109,7 @@ describe("three-valued rules: a reject is final for its witness", () => {
 describe("final noes, over random statements (properties)", () => {
   const human: WitnessContract = { rule: { class: "human", count: 2 } }
   const statementArb = fc.record({
-    witness: fc.constantFrom("user:carol", "user:dave", "user:erin"),
+    witness: fc.constantFrom<string>("user:carol", "user:dave", "user:erin"),
     decision: fc.constantFrom("approve", "reject", "revoke") as fc.Arbitrary<"approve" | "reject" | "revoke">,
     // Claimed issue times anywhere from well before to well after the others (a future issued_at included).
     issued: fc.integer({ min: 0, max: 120_000 }),
