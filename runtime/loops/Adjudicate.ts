@@ -6,7 +6,8 @@ import { wake } from "../ledger/Wakes.js"
 import { watchSession } from "./PresenceWatch.js"
 import { Subjects } from "../schema/Subjects.js"
 import { Adjudicator, type Adjudication } from "../policy/Adjudicator.js"
-import { isGranted, type ActivePolicy } from "../policy/ActivePolicy.js"
+import type { ActivePolicy } from "../policy/ActivePolicy.js"
+import { floorRefusal } from "../policy/KernelFloor.js"
 import { applyPreferences, effectivePreferences, redactArgs } from "../policy/Preferences.js"
 import { adjudicatePolicyChange, PolicyApplyTool } from "../policy/PolicyChange.js"
 import { callDigest, contractDigest } from "../schema/Canonical.js"
@@ -24,15 +25,8 @@ export const decide = (facts: HeldCallFacts, policy: ActivePolicy, now: number) 
     const spec = facts.spec!
     // A policy change is decided by the kernel floor alone: no plugin decides its own widening.
     if (spec.tool === PolicyApplyTool) return adjudicatePolicyChange(policy, spec.principal, spec.args)
-    if (!isGranted(policy, spec.principal, spec.tool)) {
-      const denied: Adjudication = {
-        verdict: "DENY",
-        reasons: [{ by: "kernel", reason: `principal '${spec.principal}' has no capability for tool '${spec.tool}'` }],
-        decisions: [{ by: "kernel:floor", output: "DENY" }],
-        executed: { tool: spec.tool, args: spec.args }
-      }
-      return denied
-    }
+    const refused = floorRefusal(policy, spec.principal, spec.tool)
+    if (refused !== undefined) return floorDenial(refused, { tool: spec.tool, args: spec.args })
     const adjudicator = yield* Adjudicator
     const prefs = effectivePreferences(policy, spec.principal, spec.preferences)
     const a = yield* adjudicator.adjudicate({
@@ -41,8 +35,18 @@ export const decide = (facts: HeldCallFacts, policy: ActivePolicy, now: number) 
       now,
       ...(prefs.disclosure !== undefined ? { disclosure: prefs.disclosure } : {})
     })
+    // Whatever the adjudicator replaced the call with passes the floor too (any seam, not only plugins).
+    const replaced = a.executed.tool !== spec.tool ? floorRefusal(policy, spec.principal, a.executed.tool) : undefined
+    if (replaced !== undefined) return floorDenial(`the call was replaced with ${a.executed.tool}: ${replaced}`, a.executed, a.decisions)
     return applyPreferences(a, prefs, spec)
   })
+
+const floorDenial = (reason: string, executed: Adjudication["executed"], decisions: Adjudication["decisions"] = []): Adjudication => ({
+  verdict: "DENY",
+  reasons: [{ by: "kernel", reason }],
+  decisions: [...decisions, { by: "kernel:floor", output: "DENY" }],
+  executed
+})
 
 /** The `adjudicate` action: records the verdict for the current generation and policy epoch. */
 export const adjudicate = (loaded: Loaded, policy: ActivePolicy) =>
