@@ -54,7 +54,9 @@ export const ToolRule = Schema.Struct({
   deny_above: Schema.optional(Schema.Number),
   /** Always needs a witness. */
   always_witness: Schema.optional(Schema.Boolean),
-  contract: Schema.optional(WitnessContract)
+  contract: Schema.optional(
+    WitnessContract.pipe(Schema.filter((c) => c.route === undefined || { path: ["route"], message: "a contract's route comes from preferences.witness_route, not from a rule" }))
+  )
 })
 export type ToolRule = typeof ToolRule.Type
 
