@@ -16,9 +16,10 @@ export const proposeCommand = Command.make(
     args: Args.text({ name: "args-json" }),
     as: Options.text("as").pipe(Options.withDefault("agent:alice"), Options.withDescription("principal to propose as (signs with its dev key)")),
     session: Options.text("session").pipe(Options.withDefault("demo")),
-    callId: Options.text("call-id").pipe(Options.optional)
+    callId: Options.text("call-id").pipe(Options.optional),
+    supersedes: Options.integer("supersedes").pipe(Options.optional, Options.withDescription("edit a held call: the generation it replaces (with --call-id)"))
   },
-  ({ tool, args, as, session, callId }) =>
+  ({ tool, args, as, session, callId, supersedes }) =>
     Effect.gen(function* () {
       const parsed = yield* Effect.try({ try: () => JSON.parse(args) as JsonObject, catch: () => new Error(`args-json is not JSON: ${args}`) })
       const opts = natsOptionsFromUrl(server(), { user: "agent", pass: "agent-dev" })
@@ -27,7 +28,7 @@ export const proposeCommand = Command.make(
         (c) => Effect.promise(() => c.close())
       )
       const id = Option.getOrElse(callId, () => `c${randomBytes(4).toString("hex")}`)
-      const reply = yield* Effect.promise(() => client.propose({ session_id: session, turn_id: "t1", call_id: id, tool, args: parsed }))
+      const reply = yield* Effect.promise(() => client.propose({ session_id: session, turn_id: "t1", call_id: id, tool, args: parsed, ...Option.match(supersedes, { onNone: () => ({}), onSome: (g) => ({ supersedes: g }) }) }))
       yield* Console.log(JSON.stringify(reply, null, 2))
     }).pipe(Effect.scoped)
 ).pipe(Command.withDescription("Propose a tool call (example: wk propose money_transfer '{\"from\":\"alice\",\"to\":\"bob\",\"amount\":250}')"))

@@ -26,8 +26,10 @@ const apply = (f: HeldCallFacts, e: HeldEvent): HeldCallFacts => {
       // A later generation is an edit; an older one arriving late changes nothing.
       if (e.generation <= f.generation) return f
       const { principal, session_id, turn_id, call_id, tool, args, call_digest, continuation_ref, preferences, idempotency_key, created_at, expires_at, parent_held_id, ancestors } = e
+      // A proposal's generation is its own (no `proposed_generation`: only re-presentations set it).
+      const { proposed_generation: _previous, ...rest } = f
       return {
-        ...f,
+        ...rest,
         generation: e.generation,
         spec: {
           principal, session_id, turn_id, call_id, tool, args, call_digest, continuation_ref, preferences, idempotency_key, created_at, expires_at,

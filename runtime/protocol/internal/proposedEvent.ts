@@ -1,7 +1,7 @@
 import { eventOf } from "../../loops/Actions.js"
 import type { CallProposed } from "../../schema/Events.js"
 import type { Ancestor } from "../../schema/HeldCallSpec.js"
-import type { ProposePayload } from "../../schema/Requests.js"
+import type { ProposeCall } from "../../schema/Requests.js"
 import type { Signed } from "../Request.js"
 
 /**
@@ -11,7 +11,7 @@ import type { Signed } from "../Request.js"
 export const proposedEvent = (o: {
   readonly heldId: string
   readonly generation: number
-  readonly req: Signed<ProposePayload>
+  readonly req: Signed<ProposeCall>
   readonly digest: string
   readonly now: number
   readonly expiresAt: number
