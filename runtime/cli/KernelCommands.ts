@@ -8,12 +8,23 @@ import { loadProfileFiles } from "../policy/ProfileFiles.js"
 import { PolicyStore } from "../policy/PolicyStore.js"
 import { DemoBank } from "../executor/DemoBank.js"
 import { MissingNatsServer, findNatsServer, portInUse, startNatsServer } from "./EmbeddedNats.js"
+import { globalSelection } from "./ContextSelection.js"
 import { defaultConfig, defaultDataDir, defaultProfiles, repoRoot } from "./Paths.js"
 
 const profilesOption = Options.text("profiles").pipe(Options.withDefault(defaultProfiles), Options.withDescription("profile file or directory of *.json profiles"))
 const noBank = Options.boolean("no-bank").pipe(Options.withDescription("do not start the demo bank tool service"))
 
 const kernelCredentials = { user: process.env["WK_NATS_USER"] ?? "kernel", pass: process.env["WK_NATS_PASS"] ?? "kernel-dev" }
+
+/** Copy-paste commands for another terminal; a server other than the default is named in them. */
+const tryLines = (servers: string | ReadonlyArray<string>): Array<string> => {
+  const server = typeof servers === "string" ? servers : servers.join(",")
+  const flag = server === "127.0.0.1:4322" ? "" : ` --server nats://${server}`
+  return [
+    `  try:   npm run -s wk -- propose money_transfer '{"from":"alice","to":"bob","amount":250}'${flag}`,
+    ...(flag === "" ? [] : [`  or once: npm run -s wk -- context add local${flag} --use   (then every wk command talks to this server)`])
+  ]
+}
 
 /** Runs a kernel (and optionally the demo bank) against a NATS URL until interrupted. */
 const serve = (url: string, profilesPath: string, withBank: boolean) =>
@@ -37,7 +48,7 @@ const serve = (url: string, profilesPath: string, withBank: boolean) =>
           [
             `Witness Kernel ready (${owner}), policy epoch ${policy.epoch}, ${policy.principals.size} principals, ${policy.profiles.reduce((n, p) => n + (p.plugins?.length ?? 0), 0)} plugins pinned${withBank ? ", demo bank serving money_transfer and bank_balance" : ""}`,
             `  NATS:  ${nats.servers}  (users: agent/agent-dev, witness/witness-dev, tool/tool-dev, auditor/auditor-dev)`,
-            `  try:   npm run wk -- propose money_transfer '{"from":"alice","to":"bob","amount":250}'`,
+            ...tryLines(nats.servers),
             `  Ctrl-C drains and stops.`
           ].join("\n")
         )
@@ -49,7 +60,7 @@ const serve = (url: string, profilesPath: string, withBank: boolean) =>
 /** `wk start`: the embedded default. Starts nats-server from nats.conf unless NATS_URL is set. */
 export const startCommand = Command.make("start", { profiles: profilesOption, noBank, port: Options.integer("port").pipe(Options.optional, Options.withDescription("NATS port for the embedded server (default 4322, or WK_NATS_PORT)")) }, ({ profiles, noBank, port }) =>
   Effect.gen(function* () {
-    const url = process.env["NATS_URL"]
+    const url = globalSelection.server ?? process.env["NATS_URL"]
     if (url !== undefined && url !== "") return yield* serve(url, profiles, !noBank)
     if (findNatsServer() === null) return yield* Effect.fail(new Error(MissingNatsServer))
     const p = Option.getOrElse(port, () => Number(process.env["WK_NATS_PORT"] ?? 4322))
@@ -72,7 +83,7 @@ export const startCommand = Command.make("start", { profiles: profilesOption, no
 /** `wk kernel`: one kernel process against NATS_URL (run several for scale). */
 export const kernelCommand = Command.make("kernel", { profiles: profilesOption, withBank: Options.boolean("with-bank").pipe(Options.withDescription("also serve the demo bank")) }, ({ profiles, withBank }) =>
   Effect.gen(function* () {
-    const url = process.env["NATS_URL"]
+    const url = globalSelection.server ?? process.env["NATS_URL"]
     if (url === undefined || url === "") return yield* Effect.fail(new Error("wk kernel needs NATS_URL (for example nats://kernel:kernel-dev@127.0.0.1:4322); use `wk start` for the embedded default"))
     yield* serve(url, profiles, withBank)
   })
