@@ -41,6 +41,7 @@ export const decide = (facts: HeldCallFacts, policy: ActivePolicy, now: number) 
     return applyPreferences(a, prefs, spec)
   })
 
+/** The kernel floor's DENY, after whatever decisions led to it. */
 const floorDenial = (reason: string, executed: Adjudication["executed"], decisions: Adjudication["decisions"] = []): Adjudication => ({
   verdict: "DENY",
   reasons: [{ by: "kernel", reason }],
