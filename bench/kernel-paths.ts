@@ -68,7 +68,7 @@ const startBareKernel = async (servers: string): Promise<ChildProcess> => {
 const setup = async (): Promise<Env> => {
   const nats = await startTestNats()
   const profiles = profileDir([benchProfile()])
-  const tool = await connectAs(nats.servers, "tool")
+  const tool = await connectAs(nats.servers, "bank")
   const bank = new DemoBank({ openingBalance: 1e12 }).serve(tool)
   return {
     nats,
@@ -81,7 +81,7 @@ const setup = async (): Promise<Env> => {
     kernels: [await startKernelProcess(nats.servers, profiles, {}, KernelNodeArgs)],
     profiles,
     bare: await startBareKernel(nats.servers),
-    bareTool: tool.subscribe(BareToolSubject, { callback: (_x, m) => void m.respond(m.data) })
+    bareTool: (await connectAs(nats.servers, "echo")).subscribe(BareToolSubject, { callback: (_x, m) => void m.respond(m.data) })
   }
 }
 

@@ -11,10 +11,11 @@ import { heldCommand } from "./HeldCommands.js"
 import { attestCommand, cancelCommand } from "./WitnessCommands.js"
 import { statusCommand } from "./StatusCommand.js"
 import { profileCommand } from "./ProfileCommands.js"
+import { natsCommand } from "./NatsUsers.js"
 
 const wk = Command.make("wk").pipe(
   Command.withDescription("Witness Kernel: governed tool calls for AI agents"),
-  Command.withSubcommands([startCommand, kernelCommand, proposeCommand, auditCommand, keygenCommand, pluginCommand, gatewayCommand, heldCommand, attestCommand, cancelCommand, statusCommand, profileCommand])
+  Command.withSubcommands([startCommand, kernelCommand, proposeCommand, auditCommand, keygenCommand, pluginCommand, gatewayCommand, heldCommand, attestCommand, cancelCommand, statusCommand, profileCommand, natsCommand])
 )
 
 const cli = Command.run(wk, { name: "wk", version: "0.1.0" })

@@ -21,7 +21,7 @@ export interface GatewayHarness {
 export const startGatewayHarness = async (): Promise<GatewayHarness> => {
   const nats = await startTestNats()
   const kernel: InProcessKernel = await startKernel(nats.servers, [testProfile()])
-  const toolConn = await connectAs(nats.servers, "tool")
+  const toolConn = await connectAs(nats.servers, "bank")
   const kernelConn = await connectAs(nats.servers, "kernel")
   const bank = new DemoBank().serve(toolConn)
   const gateway = ManagedRuntime.make(layerGateway({ nats: { servers: nats.servers, ...Roles.gateway }, port: 0 }))

@@ -10,6 +10,9 @@ import { Buckets, Streams, Subjects } from "../../runtime/schema/Subjects.js"
 import { Roles, startTestNats, type TestNats } from "../support/TestNats.js"
 import { clientFor, connectAs } from "../support/Principals.js"
 import { eventually } from "../support/Stream.js"
+import { readFileSync } from "node:fs"
+import { defaultConfig } from "../../runtime/cli/Paths.js"
+import { toolUserEntry } from "../../runtime/cli/NatsUsers.js"
 
 /**
  * The permission model of nats.conf, against a real nats-server: every refusal is shown by
@@ -446,25 +449,59 @@ describe("witness", () => {
 })
 
 describe("tool service", () => {
-  it("serves wk.v1.tools.> and answers the kernel's requests", async () => {
-    const tool = token()
-    const sub = conn("tool").subscribe("wk.v1.tools.>", { callback: (_e, m) => { m.respond(encoder.encode(JSON.stringify({ ok: true, result: { subject: m.subject } }))) } })
-    await conn("tool").flush()
-    const reply = await kernel().request(Subjects.toolInvoke(tool), encoder.encode("{}"), { timeout: 3000 })
-    expect(reply.json()).toEqual({ ok: true, result: { subject: Subjects.toolInvoke(tool) } })
+  it("each tool service serves its own tools and answers the kernel's requests", async () => {
+    const sub = conn("bank").subscribe(Subjects.toolInvoke("bank_balance"), { callback: (_e, m) => { m.respond(encoder.encode(JSON.stringify({ ok: true, result: { subject: m.subject } }))) } })
+    await conn("bank").flush()
+    const reply = await kernel().request(Subjects.toolInvoke("bank_balance"), encoder.encode("{}"), { timeout: 3000 })
+    expect(reply.json()).toEqual({ ok: true, result: { subject: Subjects.toolInvoke("bank_balance") } })
     sub.unsubscribe()
+    expect(violations.get("bank")).toEqual([])
+  })
+
+  // Only the tool's own user (and the kernel) may subscribe to its subjects: nobody else can read
+  // its requests, and a reply can only come from a user that received the request.
+  it.each([
+    ["tool", "wk.v1.tools.>"],
+    ["tool", "wk.v1.tools.money_transfer.invoke"],
+    ["tool", "wk.v1.tools.*.invoke"],
+    ["echo", "wk.v1.tools.money_transfer.invoke"],
+    ["echo", "wk.v1.tools.>"],
+    ["bank", "wk.v1.tools.fs_read.invoke"],
+    ["bank", "wk.v1.tools.>"],
+    ["agent", "wk.v1.tools.money_transfer.invoke"],
+    ["witness", "wk.v1.tools.money_transfer.invoke"],
+    ["gateway", "wk.v1.tools.money_transfer.invoke"],
+    ["auditor", "wk.v1.tools.money_transfer.invoke"],
+    ["tool", "wk.v1.kernel.tools.>"],
+    ["bank", "wk.v1.kernel.tools.kernel_policy_apply.invoke"],
+    ["bank", "wk.v1.tools.kernel_policy_apply.invoke"],
+    ["agent", "wk.v1.kernel.tools.>"]
+  ] as const)("%s cannot subscribe to %s", async (role, subject) => {
+    const sub = conn(role).subscribe(subject)
+    await conn(role).flush()
+    await refused(role, "subscription", subject)
+    await expect(sub.closed).resolves.toBeInstanceOf(errors.PermissionViolationError)
+  })
+
+  it("a tool service cannot publish a reply it was not asked for (the kernel's reply inbox)", async () => {
+    for (const role of ["tool", "bank", "echo"] as const) await expectPublishRefused(role, `_INBOX_kernel.${token()}.1`)
   })
 
   it("cannot publish events", async () => {
     const subject = Subjects.events(`h_${token()}`)
-    await expectPublishRefused("tool", subject)
+    await expectPublishRefused("bank", subject)
     expect(await storedOn(Streams.events, subject)).toBe(1)
   })
 
   it("cannot subscribe to event subjects", async () => {
-    conn("tool").subscribe("wk.v1.events.>")
-    await conn("tool").flush()
-    await refused("tool", "subscription", "wk.v1.events.>")
+    conn("bank").subscribe("wk.v1.events.>")
+    await conn("bank").flush()
+    await refused("bank", "subscription", "wk.v1.events.>")
+  })
+
+  it("nats.conf's demo bank user is what `wk nats tool-user` generates", () => {
+    const shipped = readFileSync(defaultConfig, "utf8")
+    expect(shipped).toContain(toolUserEntry("demo-bank", ["money_transfer", "bank_balance"], Roles.bank.pass))
   })
 })
 
