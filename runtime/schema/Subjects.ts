@@ -19,8 +19,12 @@ export const Subjects = {
   toolReadback: (tool: string) => `${toolSubjectPrefix(tool)}.readback`,
   witnessRequests: (heldId: string) => `wk.v1.witness.requests.${heldId}`,
   wake: (heldId: string) => `wk.v1.wakes.${heldId}`,
-  /** A live agent keeps a subscription here; no subscriber means the session is gone (cancel_on_disconnect). */
-  presence: (sessionId: string) => `wk.v1.presence.${sessionId}`
+  /**
+   * A live agent keeps a subscription here; no subscriber means the session is gone
+   * (cancel_on_disconnect). The trailing `live` token lets nats.conf grant one-token sessions
+   * (`wk.v1.presence.*.live`) without granting `wk.v1.presence.>`.
+   */
+  presence: (sessionId: string) => `wk.v1.presence.${sessionId}.live`
 } as const
 
 export const Streams = {
