@@ -145,6 +145,11 @@ export class PluginRunner implements Runner {
     return this.#inFlight
   }
 
+  /** Resolves when every call handed to this runner so far has ended. */
+  idle(): Promise<void> {
+    return this.#tail.then(() => undefined)
+  }
+
   /** Calls one export with input bytes under a time limit. Never rejects: faults are outcomes. */
   call(exportName: string, input: Uint8Array, timeoutMs: number, host: HostHandler): Promise<RawOutcome> {
     // Idle: the hand-over happens before this returns, so the caller's own work (hashing the

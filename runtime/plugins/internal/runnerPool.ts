@@ -28,13 +28,15 @@ export class RunnerPool implements Runner {
   }
 
   call(exportName: string, input: Uint8Array, timeoutMs: number, host: HostHandler): Promise<RawOutcome> {
-    const least = this.#runners.reduce((a, b) => (b.inFlight < a.inFlight ? b : a))
+    const least = this.#leastBusy()
     if (least.inFlight === 0 || this.#closed || this.#runners.length >= this.#size) return least.call(exportName, input, timeoutMs, host)
-    // Every worker is busy: a fresh one (tens of ms) beats waiting behind a call that may run long.
-    return this.#grow().then(
-      (fresh) => fresh.call(exportName, input, timeoutMs, host),
-      () => least.call(exportName, input, timeoutMs, host)
-    )
+    // Every worker is busy: the call takes whichever is free first, a new worker or a busy one
+    // finishing (a long call may run for seconds; a new worker starts in tens of ms).
+    return Promise.race([this.#grow().catch(() => undefined), least.idle()]).then(() => this.#leastBusy().call(exportName, input, timeoutMs, host))
+  }
+
+  #leastBusy(): PluginRunner {
+    return this.#runners.reduce((a, b) => (b.inFlight < a.inFlight ? b : a))
   }
 
   /** Starts one more worker (once, however many calls ask), adding it to the pool. */
