@@ -10,6 +10,7 @@ import { DemoBank } from "../executor/DemoBank.js"
 import type { Profile } from "../schema/Profile.js"
 import { MissingNatsServer, findNatsServer, portInUse, startNatsServer } from "./EmbeddedNats.js"
 import { devCredentialsIn } from "./DevCredentials.js"
+import { globalSelection } from "./ContextSelection.js"
 import { defaultConfig, defaultDataDir, defaultProfiles, repoRoot } from "./Paths.js"
 
 const profilesOption = Options.text("profiles").pipe(Options.withDefault(defaultProfiles), Options.withDescription("profile file or directory of *.json profiles"))
@@ -37,6 +38,16 @@ const checkDevCredentials = (profiles: ReadonlyArray<Profile>, nats: ReadonlyArr
     }
   })
 
+/** Copy-paste commands for another terminal; a server other than the default is named in them. */
+const tryLines = (servers: string | ReadonlyArray<string>): Array<string> => {
+  const server = typeof servers === "string" ? servers : servers.join(",")
+  const flag = server === "127.0.0.1:4322" ? "" : ` --server nats://${server}`
+  return [
+    `  try:   npm run -s wk -- propose money_transfer '{"from":"alice","to":"bob","amount":250}'${flag}`,
+    ...(flag === "" ? [] : [`  or once: npm run -s wk -- context add local${flag} --use   (then every wk command talks to this server)`])
+  ]
+}
+
 /** Runs a kernel (and optionally the demo bank) against a NATS URL until interrupted. */
 const serve = (url: string, profiles: ReadonlyArray<Profile>, withBank: boolean) =>
   Effect.gen(function* () {
@@ -58,7 +69,7 @@ const serve = (url: string, profiles: ReadonlyArray<Profile>, withBank: boolean)
           [
             `Witness Kernel ready (${owner}), policy epoch ${policy.epoch}, ${policy.principals.size} principals, ${policy.profiles.reduce((n, p) => n + (p.plugins?.length ?? 0), 0)} plugins pinned${withBank ? `, demo bank (${bankCredentials.user}) serving money_transfer and bank_balance` : ""}`,
             `  NATS:  ${nats.servers}  (users: agent/agent-dev, witness/witness-dev, tool-demo-bank/demo-bank-dev, auditor/auditor-dev)`,
-            `  try:   npm run wk -- propose money_transfer '{"from":"alice","to":"bob","amount":250}'`,
+            ...tryLines(nats.servers),
             `  Ctrl-C drains and stops.`
           ].join("\n")
         )
@@ -79,7 +90,7 @@ export const startCommand = Command.make(
   { profiles: profilesOption, noBank, dev: devOption, port: Options.integer("port").pipe(Options.optional, Options.withDescription("NATS port for the embedded server (default 4322, or WK_NATS_PORT)")) },
   ({ profiles: profilesPath, noBank, dev, port }) =>
     Effect.gen(function* () {
-      const url = process.env["NATS_URL"]
+      const url = globalSelection.server ?? process.env["NATS_URL"]
       const profiles = yield* loadProfileFiles(profilesPath)
       yield* checkDevCredentials(profiles, credentialsOf(url, !noBank), dev)
       if (url !== undefined && url !== "") return yield* serve(url, profiles, !noBank)
@@ -107,7 +118,7 @@ export const kernelCommand = Command.make(
   { profiles: profilesOption, dev: devOption, withBank: Options.boolean("with-bank").pipe(Options.withDescription("also serve the demo bank")) },
   ({ profiles: profilesPath, dev, withBank }) =>
     Effect.gen(function* () {
-      const url = process.env["NATS_URL"]
+      const url = globalSelection.server ?? process.env["NATS_URL"]
       if (url === undefined || url === "") return yield* Effect.fail(new Error("wk kernel needs NATS_URL (for example nats://kernel:kernel-dev@127.0.0.1:4322); use `wk start` for the embedded default"))
       const profiles = yield* loadProfileFiles(profilesPath)
       yield* checkDevCredentials(profiles, credentialsOf(url, withBank), dev)

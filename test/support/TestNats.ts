@@ -12,7 +12,7 @@ import { toolUserEntry } from "../../runtime/cli/NatsUsers.js"
  */
 export const TestEchoTools = [
   "fs_read", "fs_write", "crm_update", "delete_file", "http_post", "deploy", "merge_pr",
-  "vault_read", "web_fetch", "inventory", "leaky_read",
+  "vault_read", "vault_fail", "web_fetch", "inventory", "leaky_read",
   "fraud_check", "account_history", "ledger_scan",
   "no_readback_op", "transfer_vetoed", "transfer_plain",
   "quorum_op", "fallback_deny_op", "fallback_route_op",
