@@ -56,7 +56,7 @@ const approve = (c: WitnessClient, h: Held) =>
 beforeAll(async () => {
   nats = await startTestNats()
   kernel = await startKernel(nats.servers, [org, bobLayer], { config: { presenceIntervalMs: 200 } })
-  toolConn = await connectAs(nats.servers, "tool")
+  toolConn = await connectAs(nats.servers, "bank")
   bank = new DemoBank().serve(toolConn)
   agentConn = await connectAs(nats.servers, "agent")
   witnessConn = await connectAs(nats.servers, "witness")

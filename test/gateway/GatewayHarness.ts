@@ -40,10 +40,11 @@ export const gatewayProfile = () => {
 export const startGatewayHarness = async (): Promise<GatewayHarness> => {
   const nats = await startTestNats()
   const kernel: InProcessKernel = await startKernel(nats.servers, [gatewayProfile()])
-  const toolConn = await connectAs(nats.servers, "tool")
+  const toolConn = await connectAs(nats.servers, "bank")
+  const echoConn = await connectAs(nats.servers, "echo")
   const kernelConn = await connectAs(nats.servers, "kernel")
   const bank = new DemoBank().serve(toolConn)
-  serveVault(toolConn)
+  serveVault(echoConn)
   const gateway = ManagedRuntime.make(layerGateway({ nats: { servers: nats.servers, ...Roles.gateway }, port: 0 }))
   const address = await gateway.runPromise(Effect.map(HttpServer.HttpServer, (s) => s.address))
   if (address._tag !== "TcpAddress") throw new Error("gateway is not on TCP")
@@ -55,7 +56,7 @@ export const startGatewayHarness = async (): Promise<GatewayHarness> => {
     stop: async () => {
       await gateway.dispose()
       await kernel.stop()
-      await Promise.all([toolConn.close(), kernelConn.close()])
+      await Promise.all([toolConn.close(), echoConn.close(), kernelConn.close()])
       await nats.dispose()
     }
   }

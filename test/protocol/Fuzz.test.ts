@@ -24,7 +24,7 @@ beforeAll(async () => {
   nats = await startTestNats()
   kernel = await startKernel(nats.servers, [testProfile()])
   conn = await connectAs(nats.servers, "kernel")
-  toolConn = await connectAs(nats.servers, "tool")
+  toolConn = await connectAs(nats.servers, "bank")
   new DemoBank().serve(toolConn)
 })
 

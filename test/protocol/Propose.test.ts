@@ -26,7 +26,7 @@ const call = (args: Record<string, unknown>, tool = "money_transfer") => ({ sess
 beforeAll(async () => {
   nats = await startTestNats()
   kernel = await startKernel(nats.servers, profiles)
-  toolConn = await connectAs(nats.servers, "tool")
+  toolConn = await connectAs(nats.servers, "bank")
   bank = new DemoBank().serve(toolConn)
   agentConn = await connectAs(nats.servers, "agent")
   kernelConn = await connectAs(nats.servers, "kernel")
