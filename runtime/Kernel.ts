@@ -3,6 +3,7 @@ import { layerKernelConfig, KernelConfig } from "./KernelConfig.js"
 import { layerNats, Nats, type NatsOptions } from "./ledger/Nats.js"
 import { layerHeldCallStore } from "./ledger/HeldCallStore.js"
 import { provision } from "./ledger/Provision.js"
+import { layerHeldIds } from "./protocol/HeldIds.js"
 import { layerPolicyStore } from "./policy/PolicyStore.js"
 import { layerRuleAdjudicator } from "./policy/RuleAdjudicator.js"
 import { layerAdmitAll } from "./policy/Admission.js"
@@ -71,7 +72,8 @@ export const layerKernel = (opts: KernelOptions) => {
   const seams = opts.adjudicator !== undefined || opts.admission !== undefined
     ? Layer.merge(opts.adjudicator ?? layerRuleAdjudicator, opts.admission ?? layerAdmitAll)
     : layerPolicySeams.pipe(Layer.provide(provisioned), Layer.provide(nats))
-  const base = Layer.mergeAll(nats, layerKernelConfig(opts.config ?? {}), seams)
+  const heldIds = layerHeldIds.pipe(Layer.provide(provisioned), Layer.provide(nats))
+  const base = Layer.mergeAll(nats, layerKernelConfig(opts.config ?? {}), seams, heldIds)
   const stores = Layer.mergeAll(layerHeldCallStore, layerPolicyStore(opts.profiles)).pipe(Layer.provide(provisioned), Layer.provideMerge(base))
   return layerDriver.pipe(Layer.provideMerge(stores))
 }

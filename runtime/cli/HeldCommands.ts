@@ -1,8 +1,13 @@
 import { Args, Command, Options } from "@effect/cli"
-import { Console, Effect, Option, Queue } from "effect"
+import { Console, Effect, Option, Queue, Schema } from "effect"
 import { jetstreamManager } from "@nats-io/jetstream"
 import { Kvm } from "@nats-io/kv"
 import type { WitnessClient } from "../client/Client.js"
+import { reduce } from "../heldcall/Reducer.js"
+import { eventView, heldView } from "../heldcall/Views.js"
+import { decodeEventBytes } from "../ledger/EventLog.js"
+import type { HeldEvent, SequencedEvent } from "../schema/Events.js"
+import { HeldId } from "../schema/Ids.js"
 import { Buckets, Streams, Subjects } from "../schema/Subjects.js"
 import { ask, CliError, connectClient } from "./Connect.js"
 import { ExitCode, exitOfReply } from "./Exit.js"
@@ -11,11 +16,39 @@ type Held = Record<string, unknown>
 
 const json = Options.boolean("json").pipe(Options.withDescription("print JSON instead of text"))
 const heldIdArg = Args.text({ name: "held_id" }).pipe(Args.withDescription("the held call, as `wk propose` or `wk held ls` prints it"))
-// Operators read as the kernel's role user by default (it may read every call); WK_NATS_USER overrides.
+// Operators read as the kernel's role user by default (it may read every call's events, and sees
+// them through the admin view); WK_NATS_USER overrides.
 const opsClient = connectClient("kernel", "admin:cli")
 
-/** held.get, or a one-line error naming the call. */
+/** Events already in the stream for a call, in order (direct get, next by subject). */
+const pastEvents = (client: WitnessClient, heldId: string) =>
+  ask(`read events of ${heldId}`, async () => {
+    const jsm = await jetstreamManager(client.nc)
+    const out: Array<SequencedEvent> = []
+    let seq = 1
+    for (;;) {
+      const m = await jsm.direct.getMessage(Streams.events, { next_by_subj: Subjects.events(heldId), seq })
+      if (m === null) return out
+      out.push({ seq: m.seq, event: decodeEventBytes(m.data) })
+      seq = m.seq + 1
+    }
+  })
+
+/**
+ * One call in the admin view (runtime/heldcall/Views.ts: every fact, no quarantined bytes): its
+ * events read from the stream as the kernel's role user and folded, or a one-line error naming it.
+ */
 export const getHeld = (client: WitnessClient, heldId: string) =>
+  Effect.gen(function* () {
+    if (!Schema.is(HeldId)(heldId)) return yield* new CliError({ message: `held_id '${heldId}' is not a held id (h_ and 32 hex digits, as \`wk held ls\` prints them)`, exit: ExitCode.refused })
+    const events = yield* pastEvents(client, heldId)
+    const facts = reduce(heldId, events)
+    if (facts.spec === null) return yield* new CliError({ message: `no held call ${heldId} (list open ones with \`wk held ls\`)`, exit: ExitCode.refused })
+    return heldView("admin", facts) as Held
+  })
+
+/** One call as held.get answers this client's principal (its own view of the call), or a one-line error. */
+export const readHeld = (client: WitnessClient, heldId: string) =>
   Effect.gen(function* () {
     const r = yield* ask(`held.get ${heldId}`, () => client.get(heldId))
     if (r.status === 404) return yield* new CliError({ message: `no held call ${heldId} (list open ones with \`wk held ls\`)`, exit: ExitCode.refused })
@@ -91,20 +124,6 @@ const showCommand = Command.make("show", { heldId: heldIdArg, json }, ({ heldId,
   }).pipe(Effect.scoped)
 ).pipe(Command.withDescription("Show one held call's facts: state, digests, contract, evidence, execution, delivery"))
 
-/** Events already in the stream for a call, in order (direct get, next by subject). */
-const pastEvents = (client: WitnessClient, heldId: string) =>
-  ask(`read events of ${heldId}`, async () => {
-    const jsm = await jetstreamManager(client.nc)
-    const out: Array<Record<string, unknown>> = []
-    let seq = 1
-    for (;;) {
-      const m = await jsm.direct.getMessage(Streams.events, { next_by_subj: Subjects.events(heldId), seq })
-      if (m === null) return out
-      out.push({ seq: m.seq, ...(m.json() as Record<string, unknown>) })
-      seq = m.seq + 1
-    }
-  })
-
 const ended = (h: Held) => h["outcome"] !== null && h["outcome"] !== undefined && h["continuation_delivery"] !== "pending"
 
 const watchCommand = Command.make(
@@ -114,29 +133,37 @@ const watchCommand = Command.make(
     Effect.gen(function* () {
       const client = yield* opsClient
       let h = yield* getHeld(client, heldId)
-      const signal = yield* Queue.unbounded<Record<string, unknown>>()
+      const signal = yield* Queue.unbounded<HeldEvent>()
       // Subscribe before reading the past, so nothing falls between the two.
-      const sub = client.nc.subscribe(Subjects.events(heldId), { callback: (_e, m) => void Queue.unsafeOffer(signal, m.json<Record<string, unknown>>()) })
+      const sub = client.nc.subscribe(Subjects.events(heldId), {
+        callback: (_e, m) => {
+          try {
+            void Queue.unsafeOffer(signal, decodeEventBytes(m.data))
+          } catch {
+            // Not an event this CLI can decode: the stream read after the call ends prints what it can.
+          }
+        }
+      })
       yield* Effect.addFinalizer(() => Effect.sync(() => sub.unsubscribe()))
       const seen = new Set<string>()
-      const print = (e: Record<string, unknown>, facts: Held) =>
-        Console.log(json ? JSON.stringify({ event: e, state: stateOf(facts) }) : `${String(e["at"] ?? "")}  ${String(e["type"]).padEnd(24)} -> ${stateOf(facts)}`)
-      for (const e of yield* pastEvents(client, heldId)) {
-        seen.add(String(e["event_id"]))
-        yield* print(e, h)
+      const print = (e: HeldEvent, facts: Held) =>
+        Console.log(json ? JSON.stringify({ event: eventView("admin", e), state: stateOf(facts) }) : `${e.at}  ${e.type.padEnd(24)} -> ${stateOf(facts)}`)
+      for (const { event } of yield* pastEvents(client, heldId)) {
+        seen.add(event.event_id)
+        yield* print(event, h)
       }
       const deadline = timeout > 0 ? Date.now() + timeout : Number.POSITIVE_INFINITY
       while (!ended(h) && Date.now() < deadline) {
         const next = yield* Queue.take(signal).pipe(Effect.timeout(Math.min(1_000, deadline - Date.now())), Effect.option)
         if (Option.isSome(next)) {
-          if (seen.has(String(next.value["event_id"]))) continue
-          seen.add(String(next.value["event_id"]))
+          if (seen.has(next.value.event_id)) continue
+          seen.add(next.value.event_id)
           h = yield* getHeld(client, heldId)
           yield* print(next.value, h)
         } else h = yield* getHeld(client, heldId)
       }
       // The facts can run ahead of the live feed: print what the stream holds that we have not.
-      for (const e of yield* pastEvents(client, heldId)) if (!seen.has(String(e["event_id"]))) yield* print(e, h)
+      for (const { event } of yield* pastEvents(client, heldId)) if (!seen.has(event.event_id)) yield* print(event, h)
       if (!json) yield* Console.log(`${ended(h) ? "ended" : "still"} ${stateOf(h)}`)
     }).pipe(Effect.scoped)
 ).pipe(Command.withDescription("Follow a held call live: print each event and the state it leads to, until the call ends (Ctrl-C stops)"))

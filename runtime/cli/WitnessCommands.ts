@@ -4,7 +4,7 @@ import { createInterface } from "node:readline/promises"
 import type { Delivery } from "../client/Client.js"
 import { ask, CliError, connectClient } from "./Connect.js"
 import { ExitCode, exitOfReply } from "./Exit.js"
-import { getHeld, stateOf } from "./HeldCommands.js"
+import { readHeld, stateOf } from "./HeldCommands.js"
 
 const heldIdArg = Args.text({ name: "held_id" }).pipe(Args.withDescription("the held call, as `wk propose` or `wk held ls` prints it"))
 const principalOpt = Options.text("principal").pipe(Options.withDescription("the principal you sign as (registered in the profile)"))
@@ -37,7 +37,7 @@ const attestCommand = Command.make(
   ({ heldId, principal, klass, key, reject, yes, json }) =>
     Effect.gen(function* () {
       const client = yield* connectClient("witness", principal, Option.getOrUndefined(key))
-      const h = yield* getHeld(client, heldId)
+      const h = yield* readHeld(client, heldId)
       const request = h["witness_request"] as { presentation?: unknown; contract?: unknown; contract_digest?: string } | null
       if (request === null || request === undefined || h["lifecycle"] !== "open") return yield* new CliError({ message: `held call ${heldId} is ${String(h["lifecycle"])} and waits for no witness` })
       const decision = reject ? "reject" : "approve"
@@ -102,7 +102,7 @@ const resultCommand = Command.make(
   ({ heldId, wait, timeout, as, key, ack, json }) =>
     Effect.gen(function* () {
       const client = yield* connectClient("agent", as, Option.getOrUndefined(key))
-      const h = yield* getHeld(client, heldId)
+      const h = yield* readHeld(client, heldId)
       if ((h["outcome"] === null || h["outcome"] === undefined) && !wait)
         return yield* new CliError({ message: `${heldId} has no result yet: it is ${stateOf(h)} (wait for it with \`wk result ${heldId} --wait\`)`, exit: ExitCode.held })
       const d = yield* Effect.tryPromise({

@@ -4,6 +4,7 @@ import { Effect, Layer } from "effect"
 import { createServer } from "node:http"
 import { layerKernelLink, type GatewayNats } from "./KernelLink.js"
 import { gatewayRouter } from "./Routes.js"
+import { ReadNonces } from "./SignedRead.js"
 
 export interface GatewayOptions {
   readonly nats: GatewayNats
@@ -30,7 +31,7 @@ export const layerGateway = (opts: GatewayOptions) =>
     const server = createServer()
     const dropConnections = Layer.scopedDiscard(Effect.addFinalizer(() => Effect.sync(() => server.closeAllConnections())))
     return dropConnections.pipe(
-      Layer.provideMerge(HttpServer.serve(gatewayApp).pipe(Layer.provide(layerKernelLink(opts.nats)))),
+      Layer.provideMerge(HttpServer.serve(gatewayApp).pipe(Layer.provide(Layer.merge(layerKernelLink(opts.nats), ReadNonces.layer)))),
       Layer.provideMerge(NodeHttpServer.layer(() => server, { port: opts.port, host: opts.host ?? "127.0.0.1" }))
     )
   })

@@ -1,28 +1,25 @@
-import { Effect, Stream } from "effect"
-import { Subjects } from "../schema/Subjects.js"
+import { Effect, Either, Schema, Stream } from "effect"
+import { eventView, type Role } from "../heldcall/Views.js"
+import { HeldEvent } from "../schema/Events.js"
 import { KernelLink } from "./KernelLink.js"
 
 const enc = new TextEncoder()
 const frame = (event: string, data: unknown, id?: number) => enc.encode(`${id !== undefined ? `id: ${id}\n` : ""}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`)
+const decodeEvent = Schema.decodeUnknownEither(HeldEvent)
 
 /**
- * Server-sent events of one held call: every stored event from the first (`event: held-event`,
- * id = stream sequence), each followed by the call's facts as `held.get` then answers
- * (`event: facts`), so a page can redraw without reloading. Ends when the client goes.
+ * Server-sent events of one held call as `role` may see them (runtime/heldcall/Views.ts): every
+ * stored event from the first (`event: held-event`, id = stream sequence). An event that does not
+ * decode is left out rather than sent as stored. Ends when the client goes.
  */
-export const heldEventStream = (heldId: string) =>
+export const heldEventStream = (heldId: string, role: Role) =>
   Effect.gen(function* () {
     const link = yield* KernelLink
     return Stream.asyncScoped<Uint8Array>((emit) =>
       Effect.gen(function* () {
-        // Facts reads are chained so frames keep the order of the events.
-        let chain = Promise.resolve()
         const stop = yield* link.follow(heldId, ({ seq, event }) => {
-          void emit.single(frame("held-event", { seq, ...event }, seq))
-          chain = chain.then(async () => {
-            const got = await Effect.runPromise(Effect.either(link.request(Subjects.get, { held_id: heldId })))
-            if (got._tag === "Right" && got.right.status === 200) void emit.single(frame("facts", got.right["held"]))
-          })
+          const decoded = decodeEvent(event)
+          if (Either.isRight(decoded)) void emit.single(frame("held-event", { seq, ...eventView(role, decoded.right) }, seq))
         }).pipe(Effect.orDie)
         // A comment line now and then keeps proxies from closing an idle stream.
         const keepAlive = setInterval(() => void emit.single(enc.encode(": keep-alive\n\n")), 15_000)

@@ -4,12 +4,13 @@ import { decodeWith } from "../protocol/Decode.js"
 import { AttestPayload, CancelPayload, ProposePayload } from "../schema/Requests.js"
 import { HeldId } from "../schema/Ids.js"
 import { Subjects } from "../schema/Subjects.js"
-import type { WitnessRule } from "../schema/WitnessContract.js"
-import { badRequest, httpReply } from "./HttpReply.js"
+import type { Role } from "../heldcall/Views.js"
+import type { Envelope } from "../schema/Envelope.js"
+import { httpReply } from "./HttpReply.js"
 import { heldEventStream } from "./HeldEventStream.js"
-import { concerns } from "./InboxFilter.js"
-import { KernelLink } from "./KernelLink.js"
+import { GatewayNatsError, KernelLink } from "./KernelLink.js"
 import { signedBody } from "./SignedBody.js"
+import { signedRead } from "./SignedRead.js"
 import { staticFile, staticPaths } from "./StaticFiles.js"
 
 /** At most this many open calls are read for one inbox listing. */
@@ -37,45 +38,48 @@ const forwardSigned = <A, I>(subject: string, schema: Schema.Schema<A, I>, withH
     return httpReply(reply)
   }).pipe(Effect.catchTag("GatewayNatsError", unavailable))
 
-const ListQuery = Schema.Struct({
-  principal: Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200))),
-  class: Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(1000)))
-})
+/** Runs a read once its signed `Authorization` header passed the edge checks (else the 401). */
+const withSignedRead = <E, R>(read: (reader: Envelope) => Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
+  Effect.flatMap(signedRead, Either.match({ onLeft: (reply) => Effect.succeed(httpReply(reply)), onRight: read }))
 
-/** `GET /held?principal=&class=`: open held calls whose rule or veto names the viewer. */
-const listHeld = Effect.gen(function* () {
-  const req = yield* HttpServerRequest.HttpServerRequest
-  const url = new URL(req.url, "http://gateway")
-  const q = decodeWith(ListQuery, Object.fromEntries(url.searchParams), "query")
-  if (Either.isLeft(q)) return httpReply(q.left)
-  const { principal, class: classList } = q.right
-  if (principal === undefined && classList === undefined) return badRequest("query: give principal or class (comma-separated classes)", "query.principal")
-  const viewer = { ...(principal ? { principal } : {}), classes: (classList ?? "").split(",").map((c) => c.trim()).filter((c) => c !== "") }
-  const link = yield* KernelLink
-  const ids = (yield* link.openHeldIds).slice(0, ListLimit)
-  const views = yield* Effect.forEach(ids, (id) => link.request(Subjects.get, { held_id: id }), { concurrency: 16 })
-  const held = views
-    .filter((v) => v.status === 200)
-    .map((v) => v["held"] as Record<string, unknown> & { principal?: string; lifecycle?: string; active_rule: WitnessRule | null; witness_contract: { veto?: Array<string> } | null; created_at?: string })
-    .filter((h) => h.lifecycle === "open" && concerns(viewer, { ...(h.principal ? { principal: h.principal } : {}), rule: h.active_rule, ...(h.witness_contract?.veto ? { veto: h.witness_contract.veto } : {}) }))
-    .sort((a, b) => String(a.created_at).localeCompare(String(b.created_at)))
-  return httpReply({ status: 200, held })
-}).pipe(Effect.catchTag("GatewayNatsError", unavailable))
+type HeldReply = { status: number; view?: Role; held?: Record<string, unknown> & { lifecycle?: string; created_at?: string } } & Record<string, unknown>
 
-const getHeld = Effect.gen(function* () {
-  const id = yield* heldIdParam
-  if (Either.isLeft(id)) return httpReply(id.left)
-  return httpReply(yield* (yield* KernelLink).request(Subjects.get, { held_id: id.right }))
-}).pipe(Effect.catchTag("GatewayNatsError", unavailable))
+/** `held.get` for the signed reader: its own view, or 404 when the call is none of its business. */
+const readAs = (heldId: string, reader: Envelope) => Effect.flatMap(KernelLink, (link) => link.request(Subjects.get, { held_id: heldId, reader })) as Effect.Effect<HeldReply, GatewayNatsError, KernelLink>
 
-const heldEvents = Effect.gen(function* () {
-  const id = yield* heldIdParam
-  if (Either.isLeft(id)) return httpReply(id.left)
-  const known = yield* (yield* KernelLink).request(Subjects.get, { held_id: id.right })
-  if (known.status !== 200) return httpReply(known)
-  const stream = yield* heldEventStream(id.right)
-  return HttpServerResponse.stream(stream, { contentType: "text/event-stream", headers: { "cache-control": "no-store", connection: "keep-alive" } })
-}).pipe(Effect.catchTag("GatewayNatsError", unavailable))
+/** `GET /held`: the open held calls the signed reader proposed or may witness, each with its `view`. */
+const listHeld = withSignedRead((reader) =>
+  Effect.gen(function* () {
+    const ids = (yield* (yield* KernelLink).openHeldIds).slice(0, ListLimit)
+    const replies = yield* Effect.forEach(ids, (id) => readAs(id, reader), { concurrency: 16 })
+    const refused = replies.find((r) => r.status === 401)
+    if (refused !== undefined) return httpReply(refused)
+    const held = replies
+      .filter((r) => r.status === 200 && r.held?.lifecycle === "open")
+      .map((r) => ({ ...r.held, view: r.view }))
+      .sort((a, b) => String(a.created_at).localeCompare(String(b.created_at)))
+    return httpReply({ status: 200, held })
+  })
+).pipe(Effect.catchTag("GatewayNatsError", unavailable))
+
+const getHeld = withSignedRead((reader) =>
+  Effect.gen(function* () {
+    const id = yield* heldIdParam
+    if (Either.isLeft(id)) return httpReply(id.left)
+    return httpReply(yield* readAs(id.right, reader))
+  })
+).pipe(Effect.catchTag("GatewayNatsError", unavailable))
+
+const heldEvents = withSignedRead((reader) =>
+  Effect.gen(function* () {
+    const id = yield* heldIdParam
+    if (Either.isLeft(id)) return httpReply(id.left)
+    const known = yield* readAs(id.right, reader)
+    if (known.status !== 200 || known.view === undefined) return httpReply(known)
+    const stream = yield* heldEventStream(id.right, known.view)
+    return HttpServerResponse.stream(stream, { contentType: "text/event-stream", headers: { "cache-control": "no-store", connection: "keep-alive" } })
+  })
+).pipe(Effect.catchTag("GatewayNatsError", unavailable))
 
 /** Every route of the gateway. */
 export const gatewayRouter = staticPaths

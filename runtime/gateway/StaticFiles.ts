@@ -5,22 +5,35 @@ import { repoRoot } from "../cli/Paths.js"
 
 const types: Record<string, string> = { html: "text/html; charset=utf-8", js: "text/javascript; charset=utf-8", css: "text/css; charset=utf-8", json: "application/json" }
 
-/** The inbox's files, and the vendored browser builds it loads (tweetnacl), read once at start. */
+/** The inbox's files and the OpenAPI document. */
 const files: Record<string, string> = {
   "/inbox/": join(repoRoot, "runtime/gateway/inbox/index.html"),
   "/inbox/inbox.js": join(repoRoot, "runtime/gateway/inbox/inbox.js"),
+  "/inbox/keys.js": join(repoRoot, "runtime/gateway/inbox/keys.js"),
   "/inbox/timeline.js": join(repoRoot, "runtime/gateway/inbox/timeline.js"),
   "/inbox/jcs.js": join(repoRoot, "runtime/gateway/inbox/jcs.js"),
   "/inbox/inbox.css": join(repoRoot, "runtime/gateway/inbox/inbox.css"),
-  "/inbox/vendor/nacl-fast.min.js": join(repoRoot, "node_modules/tweetnacl/nacl-fast.min.js"),
   "/openapi.json": join(repoRoot, "docs/openapi.json")
 }
 
 export const staticPaths = Object.keys(files)
 
+/**
+ * Headers of every static response. The inbox signs with the witness's key, so no other origin
+ * may frame it (clickjacking a one-click approval) and it runs only its own scripts and styles,
+ * talking only to this gateway.
+ */
+export const staticHeaders = {
+  "cache-control": "no-store",
+  "content-security-policy": "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+  "x-frame-options": "DENY",
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "no-referrer"
+} as const
+
 /** The response for a static path (read per request in dev is cheap and keeps edits live). */
 export const staticFile = (path: string) => {
   const file = files[path]!
   const ext = file.slice(file.lastIndexOf(".") + 1)
-  return HttpServerResponse.text(readFileSync(file, "utf8"), { contentType: types[ext] ?? "application/octet-stream", headers: { "cache-control": "no-store" } })
+  return HttpServerResponse.text(readFileSync(file, "utf8"), { contentType: types[ext] ?? "application/octet-stream", headers: staticHeaders })
 }

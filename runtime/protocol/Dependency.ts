@@ -12,6 +12,7 @@ import type { ProposePayload } from "../schema/Requests.js"
 import { conflict, forbidden, notFound, unavailable, type Reply } from "./Replies.js"
 import type { Signed } from "./Request.js"
 import { proposedEvent } from "./internal/proposedEvent.js"
+import { HeldIds } from "./HeldIds.js"
 
 /** How a proposal with `parent_held_id` attaches to its parent. */
 export type Attached =
@@ -109,7 +110,8 @@ const recordRefusedChild = (childId: string, digest: string, req: Signed<Propose
     const store = yield* HeldCallStore
     const now = Date.now()
     // Recorded already ended: it expires as it is proposed.
-    const proposed = proposedEvent({ heldId: childId, generation: 1, req, digest, now, expiresAt: now, parent: { parent_held_id: req.payload.parent_held_id! } })
+    const { salt } = (yield* HeldIds).of(req.payload)
+    const proposed = proposedEvent({ heldId: childId, salt, generation: 1, req, digest, now, expiresAt: now, parent: { parent_held_id: req.payload.parent_held_id! } })
     const base = { held_id: childId, generation: 1, at: proposed.at }
     const denied = eventOf<typeof CallDenied.Type>({ ...base, type: "call.denied", event_id: `call.denied:${childId}:g1`, reasons: [{ by: "kernel", reason }] })
     yield* store.serialized(

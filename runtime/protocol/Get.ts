@@ -1,15 +1,37 @@
-import { Effect } from "effect"
+import { Effect, Either } from "effect"
 import { HeldCallStore } from "../ledger/HeldCallStore.js"
+import { PolicyStore } from "../policy/PolicyStore.js"
+import { initialFacts } from "../heldcall/Facts.js"
+import { heldView, roleOf, type Role } from "../heldcall/Views.js"
+import type { HeldCallFacts } from "../schema/Facts.js"
+import type { Envelope } from "../schema/Envelope.js"
 import { GetRequest } from "../schema/Requests.js"
-import { heldView, notFound } from "./Replies.js"
-import { plainRequest } from "./Request.js"
+import { notFound } from "./Replies.js"
+import { readerOf } from "./ReadProof.js"
+import { plainRequest, Rejected } from "./Request.js"
 
-/** `wk.v1.held.get`: the spec and facts of a held call. */
+/** The role a signed reader reads `facts` in (null: not its business); a bad proof is a 401. */
+const signedRole = (reader: Envelope, facts: HeldCallFacts) =>
+  Effect.gen(function* () {
+    const policy = yield* (yield* PolicyStore).current
+    const proved = readerOf(reader, policy, Date.now())
+    if (Either.isLeft(proved)) return yield* Effect.fail(new Rejected(proved.left))
+    return roleOf(proved.right, facts)
+  })
+
+/**
+ * `wk.v1.held.get`: a held call as its reader may see it (runtime/heldcall/Views.ts). Unsigned,
+ * the witness-facing view (NATS permissions scope who may ask). With a signed `reader`, that
+ * principal's own view: admin, proposer or eligible witness; any other call is a 404, exactly
+ * as if it did not exist.
+ */
 export const get = (data: Uint8Array) =>
   Effect.gen(function* () {
-    const { held_id } = yield* plainRequest(data, GetRequest)
-    const store = yield* HeldCallStore
-    const loaded = yield* store.load(held_id)
-    if (loaded === null || loaded.facts.spec === null) return notFound(held_id)
-    return { status: 200, held: heldView(loaded.facts) }
+    const req = yield* plainRequest(data, GetRequest)
+    const loaded = yield* (yield* HeldCallStore).load(req.held_id)
+    const facts = loaded === null || loaded.facts.spec === null ? null : loaded.facts
+    // A signed read is checked even for an unknown id, so a bad proof never learns what exists.
+    const role: Role | null = req.reader === undefined ? "witness" : yield* signedRole(req.reader, facts ?? initialFacts(req.held_id))
+    if (facts === null || role === null) return notFound(req.held_id)
+    return { status: 200, view: role, held: heldView(role, facts) }
   })

@@ -13,7 +13,7 @@ import { forbidden, invalidRequest, proposeReply, unavailable, type Reply } from
 import { signedRequest, type Signed } from "./Request.js"
 import { record } from "./Propose.js"
 import { effectivePreferences } from "../policy/Preferences.js"
-import { heldIdOf } from "../schema/Canonical.js"
+import { HeldIds } from "./HeldIds.js"
 import type { ProposePayload } from "../schema/Requests.js"
 
 /**
@@ -40,7 +40,7 @@ export const policyApply = (data: Uint8Array) =>
 const heldChange = (req: Signed<ProposePayload>) =>
   Effect.gen(function* () {
     const p = req.payload
-    const heldId = heldIdOf(p.principal, p.session_id, p.turn_id, p.call_id)
+    const heldId = (yield* HeldIds).of(p).heldId
     const recorded = yield* record(heldId, req, effectivePreferences(req.policy, p.principal, undefined))
     if (recorded !== "ok") return recorded
     const driven = yield* (yield* Driver).drive(heldId, "cached")

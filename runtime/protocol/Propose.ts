@@ -3,7 +3,8 @@ import { HeldCallStore, type Loaded } from "../ledger/HeldCallStore.js"
 import { Driver } from "../loops/Driver.js"
 import { KernelConfig } from "../KernelConfig.js"
 import { beforeDispatch, initialFacts } from "../heldcall/Facts.js"
-import { callDigest, heldIdOf } from "../schema/Canonical.js"
+import { callDigest } from "../schema/Canonical.js"
+import { HeldIds } from "./HeldIds.js"
 import { ProposePayload } from "../schema/Requests.js"
 import { wake } from "../ledger/Wakes.js"
 import { effectivePreferences, layerPreferences, wideningsOf } from "../policy/Preferences.js"
@@ -25,7 +26,7 @@ export const propose = (data: Uint8Array) =>
   Effect.gen(function* () {
     const req = yield* signedRequest(data, "propose", ProposePayload)
     const p = req.payload
-    const heldId = heldIdOf(p.principal, p.session_id, p.turn_id, p.call_id)
+    const heldId = (yield* HeldIds).of(p).heldId
     if (p.preferences !== undefined) {
       const widening = wideningsOf(p.preferences, layerPreferences(req.policy, p.principal))[0]
       if (widening !== undefined) return invalidRequest(widening.message, `payload.preferences.${widening.field}`)
@@ -93,6 +94,7 @@ export const record = (heldId: string, req: Signed<ProposePayload>, prefs: Prefe
     const store = yield* HeldCallStore
     const p = req.payload
     const digest = callDigest(p.tool, p.args)
+    const { salt } = (yield* HeldIds).of(p)
     return yield* store.serialized(
       heldId,
       Effect.gen(function* () {
@@ -114,7 +116,7 @@ export const record = (heldId: string, req: Signed<ProposePayload>, prefs: Prefe
           const now = Date.now()
           // A nested call never outlives the call it serves.
           const ttl = Math.min(req.policy.heldTtlMs, prefs.expires_in_ms ?? Number.POSITIVE_INFINITY, edge === undefined ? Number.POSITIVE_INFINITY : Math.max(0, Date.parse(edge.parent_expires_at) - now))
-          const event = proposedEvent({ heldId, generation, req, digest, now, expiresAt: now + ttl, ...(edge !== undefined ? { parent: edge } : {}) })
+          const event = proposedEvent({ heldId, salt, generation, req, digest, now, expiresAt: now + ttl, ...(edge !== undefined ? { parent: edge } : {}) })
           const r = yield* store.append(loaded, [event]).pipe(Effect.either)
           if (r._tag === "Right") return "ok" as const
           if (r.left._tag !== "AppendConflict") return yield* r.left

@@ -5,6 +5,7 @@ import type { HeldCallStore } from "../ledger/HeldCallStore.js"
 import type { PolicyStore } from "../policy/PolicyStore.js"
 import type { Driver } from "../loops/Driver.js"
 import type { KernelConfig } from "../KernelConfig.js"
+import type { HeldIds } from "./HeldIds.js"
 import { Subjects } from "../schema/Subjects.js"
 import { ack } from "./Ack.js"
 import { attest } from "./Attest.js"
@@ -16,7 +17,7 @@ import { unavailable, type Reply } from "./Replies.js"
 import type { Rejected } from "./Request.js"
 import { serveRequests } from "./internal/serveRequests.js"
 
-type Deps = Nats | HeldCallStore | PolicyStore | Driver | KernelConfig
+type Deps = Nats | HeldCallStore | PolicyStore | Driver | KernelConfig | HeldIds
 type Handler = (data: Uint8Array) => Effect.Effect<Reply, Rejected | { readonly _tag: "LedgerError"; readonly message: string }, Deps>
 
 /**

@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto"
+import { createHash, createHmac } from "node:crypto"
 import canonicalizeJson from "canonicalize"
 
 /** RFC 8785 (JCS) canonical JSON text of a value. */
@@ -20,6 +20,14 @@ export const callDigest = (tool: string, args: unknown): string => jcsDigest({ t
 /** `contract_digest = sha256(JCS(witness_contract))`. */
 export const contractDigest = (contract: unknown): string => jcsDigest(contract)
 
-/** The stable held id of one agent call: the same four names always give the same id. */
-export const heldIdOf = (principal: string, sessionId: string, turnId: string, callId: string): string =>
-  "h_" + jcsDigest([principal, sessionId, turnId, callId]).slice(0, 32)
+/**
+ * The stable held id of one agent call: the same four names and salt always give the same id.
+ * The kernel salts with `heldIdSaltOf` under its secret, so ids cannot be guessed from the names;
+ * the salt is recorded in `call.proposed`, so an auditor can still check the derivation.
+ */
+export const heldIdOf = (principal: string, sessionId: string, turnId: string, callId: string, salt?: string): string =>
+  "h_" + jcsDigest(salt === undefined ? [principal, sessionId, turnId, callId] : [principal, sessionId, turnId, callId, salt]).slice(0, 32)
+
+/** The salt of a call's held id: HMAC-SHA256 under the kernel's secret of JCS([principal, session, turn, call]), hex. */
+export const heldIdSaltOf = (secret: Uint8Array, principal: string, sessionId: string, turnId: string, callId: string): string =>
+  createHmac("sha256", secret).update(canonicalize([principal, sessionId, turnId, callId])).digest("hex")

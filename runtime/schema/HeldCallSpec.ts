@@ -18,6 +18,8 @@ export const HeldCallSpec = Schema.Struct({
   continuation_ref: Schema.optional(Schema.String),
   preferences: Schema.optional(CallPreferences),
   idempotency_key: Schema.String,
+  /** The salt of the held id (`heldIdOf(principal, session, turn, call, salt)`); absent in logs of unsalted ids. */
+  held_id_salt: Schema.optional(Schema.String),
   created_at: Schema.String,
   expires_at: Schema.String,
   /** The held call this one serves (a witness provider's governed call); absent for a root call. */

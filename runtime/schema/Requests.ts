@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { HeldId, Digest, Principal, SessionId, Token, ToolName, Timestamp } from "./Ids.js"
+import { Envelope } from "./Envelope.js"
 import { JsonObject } from "./Json.js"
 import { CallPreferences } from "./Preferences.js"
 
@@ -62,7 +63,24 @@ export const PolicyApplyPayload = Schema.Struct({
 })
 export type PolicyApplyPayload = typeof PolicyApplyPayload.Type
 
-export const GetRequest = Schema.Struct({ held_id: HeldId })
+/**
+ * The signed part of a read (`op: "read"`): who reads, when, and a fresh nonce. A transport adds
+ * what it binds the read to (the gateway: HTTP `method` and `path`); the kernel checks the key,
+ * the signature and that `issued_at` is recent.
+ */
+export const ReadPayload = Schema.Struct({
+  op: Schema.Literal("read"),
+  principal: Principal,
+  issued_at: Timestamp,
+  nonce: Schema.String.pipe(Schema.minLength(8), Schema.maxLength(128), Schema.pattern(/^[A-Za-z0-9_-]+$/)),
+  method: Schema.optional(Schema.String.pipe(Schema.maxLength(16))),
+  path: Schema.optional(Schema.String.pipe(Schema.maxLength(2048))),
+  held_id: Schema.optional(HeldId)
+})
+export type ReadPayload = typeof ReadPayload.Type
+
+/** `held.get`: unsigned (the witness-facing view), or with `reader`, a signed read (the reader's own view). */
+export const GetRequest = Schema.Struct({ held_id: HeldId, reader: Schema.optional(Envelope) })
 export type GetRequest = typeof GetRequest.Type
 
 /** Each signed subject and the `op` its payload must carry. */

@@ -181,12 +181,16 @@ describe("per-call preferences only narrow", () => {
   })
 })
 
-/** The held reply for a call_id of this file's session, once the kernel has parked it. */
+/** The held reply for a call_id of this file's session, once the kernel has parked it (found in the open-calls index: ids are not derivable). */
 const witnessRequestFor = async (callId: string) => {
-  const { heldIdOf } = await import("../../runtime/schema/Canonical.js")
-  const id = heldIdOf("agent:alice", "s-prefs", "t1", callId)
-  const r = (await alice.get(id).catch(() => null)) as { status: number; held?: Record<string, unknown> } | null
-  const f = r?.held
-  if (r === null || r.status !== 200 || f === undefined || f["witness_request"] === null || f["witness_request"] === undefined) return null
-  return { status: 202, held_id: id, call_digest: f["call_digest"], generation: f["generation"], witness_request: f["witness_request"] }
+  const { Kvm } = await import("@nats-io/kv")
+  const { Buckets } = await import("../../runtime/schema/Subjects.js")
+  const open = await new Kvm(kernelConn).open(Buckets.open)
+  for await (const id of await open.keys()) {
+    const r = (await alice.get(id).catch(() => null)) as { status: number; held?: Record<string, unknown> } | null
+    const f = r?.held
+    if (r === null || r.status !== 200 || f === undefined || f["call_id"] !== callId || f["witness_request"] === null || f["witness_request"] === undefined) continue
+    return { status: 202, held_id: id, call_digest: f["call_digest"], generation: f["generation"], witness_request: f["witness_request"] }
+  }
+  return null
 }

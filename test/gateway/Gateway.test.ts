@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { randomBytes } from "node:crypto"
-import { getJson, post, signedAs, startGatewayHarness, transfer, type GatewayHarness } from "./GatewayHarness.js"
+import { getAs, getJson, post, readAuth, readStream, signedAs, startGatewayHarness, transfer, type GatewayHarness } from "./GatewayHarness.js"
 import { eventually } from "../support/Stream.js"
 
 // The gateway over a real nats-server and an in-process kernel: every endpoint, its statuses,
@@ -54,28 +54,25 @@ describe("HTTP gateway", () => {
     const chunked = await fetch(`${h.url}/tool-calls`, { method: "POST", body: chunks, duplex: "half" } as RequestInit).then((r) => r.status, (e: Error) => String((e.cause as { code?: string } | undefined)?.code ?? e))
     expect([400, "ECONNRESET", "EPIPE"]).toContain(chunked)
     expect((await post(`${h.url}/tool-calls`, transfer(10))).status).toBe(200)
-    const badId = await getJson(`${h.url}/held/not-an-id`)
+    const badId = await getAs(h.url, "user:carol", "/held/not-an-id")
     expect(badId.status).toBe(400)
     expect(badId.body.error.path).toBe("held_id")
-    const unknown = await getJson(`${h.url}/held/h_${"0".repeat(32)}`)
+    const unknown = await getAs(h.url, "user:carol", `/held/h_${"0".repeat(32)}`)
     expect(unknown.status).toBe(404)
-    const list = await getJson(`${h.url}/held`)
-    expect(list.status).toBe(400)
-    expect(list.body.error.path).toBe("query.principal")
   })
 
   it("GET /held lists the call for its witness class, attestations and cancel go through, and the path must match the payload", async () => {
     const held = (await post(`${h.url}/tool-calls`, transfer(2500))).body
-    const view = (await getJson(`${h.url}/held/${held.held_id}`)).body.held
+    const view = (await getAs(h.url, "user:carol", `/held/${held.held_id}`)).body.held
     expect(view).toMatchObject({ held_id: held.held_id, lifecycle: "open", readiness: "unsatisfied", execution: "none" })
-    const forCarol = await getJson(`${h.url}/held?principal=user:carol&class=human`)
+    const forCarol = await getAs(h.url, "user:carol", "/held")
     expect(forCarol.status).toBe(200)
-    expect(forCarol.body.held.map((x: any) => x.held_id)).toContain(held.held_id)
-    const forFraud = await getJson(`${h.url}/held?class=fraud`)
+    expect(forCarol.body.held.filter((x: any) => x.held_id === held.held_id).map((x: any) => x.view)).toEqual(["witness"])
+    const forFraud = await getAs(h.url, "svc:fraud", "/held")
     expect(forFraud.body.held.map((x: any) => x.held_id)).not.toContain(held.held_id)
-    // The proposer does not see its own call.
-    const forAlice = await getJson(`${h.url}/held?principal=agent:alice&class=human`)
-    expect(forAlice.body.held.map((x: any) => x.held_id)).not.toContain(held.held_id)
+    // The proposer lists its own call as its proposer, never as a witness.
+    const forAlice = await getAs(h.url, "agent:alice", "/held")
+    expect(forAlice.body.held.filter((x: any) => x.held_id === held.held_id).map((x: any) => x.view)).toEqual(["proposer"])
 
     const other = (await post(`${h.url}/tool-calls`, transfer(2600))).body
     const mismatch = await post(`${h.url}/held/${other.held_id}/attestations`, attestFor(view, "user:carol", "approve"))
@@ -91,7 +88,7 @@ describe("HTTP gateway", () => {
     expect(accepted).toMatchObject({ status: 202, body: { disposition: "accepted" } })
     const again = await post(`${h.url}/held/${view.held_id}/attestations`, approve)
     expect(again).toMatchObject({ status: 200, body: { disposition: "duplicate" } })
-    await eventually(async () => (await getJson(`${h.url}/held/${view.held_id}`)).body.held.lifecycle === "completed")
+    await eventually(async () => (await getAs(h.url, "agent:alice", `/held/${view.held_id}`)).body.held.lifecycle === "completed")
     expect(h.bank.effects).toBe(before + 1)
     const late = await post(`${h.url}/held/${view.held_id}/cancel`, signedAs("agent:alice", { op: "cancel", held_id: view.held_id, reason: "too late" }))
     expect(late.status).toBe(409)
@@ -102,34 +99,18 @@ describe("HTTP gateway", () => {
     expect(twice.status).toBe(200)
   })
 
-  it("GET /held/{id}/events streams the call's events and facts as server-sent events", async () => {
+  it("GET /held/{id}/events streams the call's events as server-sent events to a signed reader", async () => {
     const held = (await post(`${h.url}/tool-calls`, transfer(3000))).body
-    const ac = new AbortController()
-    const r = await fetch(`${h.url}/held/${held.held_id}/events`, { signal: ac.signal })
+    const path = `/held/${held.held_id}/events`
+    const r = await fetch(h.url + path, { headers: { authorization: readAuth("user:dave", "GET", path) } })
     expect(r.status).toBe(200)
     expect(r.headers.get("content-type")).toMatch(/text\/event-stream/)
-    const reader = r.body!.getReader()
-    try {
-    let text = ""
-    const readUntil = async (needle: string) => {
-      const deadline = Date.now() + 15_000
-      while (!text.includes(needle) && Date.now() < deadline) {
-        const { value, done } = await reader.read()
-        if (done) break
-        text += new TextDecoder().decode(value)
-      }
-      return text.includes(needle)
-    }
-    expect(await readUntil('"type":"call.held"')).toBe(true)
-    expect(await readUntil("event: facts")).toBe(true)
-    const view = (await getJson(`${h.url}/held/${held.held_id}`)).body.held
-    await post(`${h.url}/held/${held.held_id}/attestations`, attestFor(view, "user:dave", "approve"))
-    expect(await readUntil('"type":"delivery.published"')).toBe(true)
+    const streamed = readStream(r, (text) => text.includes('"type":"delivery.published"'))
+    const view = (await getAs(h.url, "user:dave", `/held/${held.held_id}`)).body.held
+    expect((await post(`${h.url}/held/${held.held_id}/attestations`, attestFor(view, "user:dave", "approve"))).status).toBe(202)
+    const text = await streamed
     const types = [...text.matchAll(/"type":"([a-z_.]+)"/g)].map((m) => m[1])
     for (const t of ["call.proposed", "call.adjudicated", "call.held", "attestation.accepted", "readiness.changed", "effect.dispatched", "effect.recorded", "result.admitted", "delivery.published"]) expect(types).toContain(t)
-    } finally {
-      ac.abort()
-    }
   })
 
   it("serves the OpenAPI document and the inbox", async () => {
@@ -139,8 +120,8 @@ describe("HTTP gateway", () => {
     const page = await fetch(`${h.url}/inbox/`)
     expect(page.status).toBe(200)
     expect(await page.text()).toContain("approval inbox")
-    const nacl = await fetch(`${h.url}/inbox/vendor/nacl-fast.min.js`)
-    expect(nacl.status).toBe(200)
+    const keys = await fetch(`${h.url}/inbox/keys.js`)
+    expect(keys.status).toBe(200)
     expect((await getJson(`${h.url}/nope`)).status).toBe(404)
   })
 })

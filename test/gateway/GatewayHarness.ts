@@ -8,6 +8,9 @@ import { devKeyPair } from "../../runtime/client/DevKeys.js"
 import { startKernel, type InProcessKernel } from "../support/InProcessKernel.js"
 import { connectAs, testProfile } from "../support/Principals.js"
 import { Roles, startTestNats, type TestNats } from "../support/TestNats.js"
+import { pinOf } from "../support/Pins.js"
+import { Subjects } from "../../runtime/schema/Subjects.js"
+import { randomBytes } from "node:crypto"
 
 /** A real nats-server, an in-process kernel, the demo bank and the gateway on a free localhost port. */
 export interface GatewayHarness {
@@ -18,12 +21,29 @@ export interface GatewayHarness {
   readonly stop: () => Promise<void>
 }
 
+/** A token the vault tools leak; secret-detect quarantines anything carrying it. */
+export const LeakedToken = "AKIA" + "IOSFODNN7EXAMPLE"
+
+/** Tools that leak a token: `vault_read` in its result, `vault_fail` in its error. */
+const serveVault = (nc: NatsConnection) => {
+  const reply = (body: unknown) => new TextEncoder().encode(JSON.stringify(body))
+  nc.subscribe(Subjects.toolInvoke("vault_read"), { callback: (_e, m) => void m.respond(reply({ ok: true, result: { token: LeakedToken } })) })
+  nc.subscribe(Subjects.toolInvoke("vault_fail"), { callback: (_e, m) => void m.respond(reply({ ok: false, error: `vault sealed; last token was ${LeakedToken}` })) })
+}
+
+/** The test organization plus the vault tools for agent:alice and result admission by secret-detect. */
+export const gatewayProfile = () => {
+  const base = testProfile()
+  return testProfile({ grants: { ...base.grants, "agent:alice": [...(base.grants?.["agent:alice"] ?? []), "vault_read", "vault_fail"] }, plugins: [pinOf("secret-detect", { stages: ["admit"], timeout_ms: 2000 })] })
+}
+
 export const startGatewayHarness = async (): Promise<GatewayHarness> => {
   const nats = await startTestNats()
-  const kernel: InProcessKernel = await startKernel(nats.servers, [testProfile()])
+  const kernel: InProcessKernel = await startKernel(nats.servers, [gatewayProfile()])
   const toolConn = await connectAs(nats.servers, "tool")
   const kernelConn = await connectAs(nats.servers, "kernel")
   const bank = new DemoBank().serve(toolConn)
+  serveVault(toolConn)
   const gateway = ManagedRuntime.make(layerGateway({ nats: { servers: nats.servers, ...Roles.gateway }, port: 0 }))
   const address = await gateway.runPromise(Effect.map(HttpServer.HttpServer, (s) => s.address))
   if (address._tag !== "TcpAddress") throw new Error("gateway is not on TCP")
@@ -53,7 +73,37 @@ export const post = async (url: string, body: unknown) => {
   const r = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: typeof body === "string" ? body : JSON.stringify(body) })
   return { status: r.status, body: (await r.json()) as Record<string, any> }
 }
+/** The `Authorization` header of a signed read by a dev principal (fresh nonce, now, unless given). */
+export const readAuth = (principal: string, method: string, path: string, opts: { issuedAt?: string; nonce?: string } = {}) => {
+  const payload = { op: "read", principal, method, path, issued_at: opts.issuedAt ?? new Date().toISOString(), nonce: opts.nonce ?? randomBytes(12).toString("hex") }
+  return `WK-Read ${Buffer.from(JSON.stringify(signedAs(principal, payload))).toString("base64")}`
+}
+
+/** A GET as `principal` (a signed read), or unsigned when `principal` is null; `path` includes any query. */
+export const getAs = async (base: string, principal: string | null, path: string, headers: Record<string, string> = {}) => {
+  const r = await fetch(base + path, { headers: { ...(principal === null ? {} : { authorization: readAuth(principal, "GET", path) }), ...headers } })
+  return { status: r.status, body: (await r.json()) as Record<string, any> }
+}
+
+/** An unsigned GET (static files, and reads that must be refused). */
 export const getJson = async (url: string) => {
   const r = await fetch(url)
   return { status: r.status, body: (await r.json()) as Record<string, any> }
+}
+
+/** Reads a server-sent event stream until `done(text)` or the deadline; returns what arrived. */
+export const readStream = async (r: Response, done: (text: string) => boolean, ms = 15_000) => {
+  const reader = r.body!.getReader()
+  let text = ""
+  const deadline = Date.now() + ms
+  try {
+    while (!done(text) && Date.now() < deadline) {
+      const next = await Promise.race([reader.read(), new Promise<null>((ok) => setTimeout(() => ok(null), Math.max(1, deadline - Date.now())))])
+      if (next === null || next.done) break
+      text += new TextDecoder().decode(next.value)
+    }
+  } finally {
+    await reader.cancel().catch(() => undefined)
+  }
+  return text
 }

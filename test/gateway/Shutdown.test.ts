@@ -1,11 +1,13 @@
 import { expect, it } from "vitest"
-import { post, startGatewayHarness, transfer } from "./GatewayHarness.js"
+import { post, readAuth, startGatewayHarness, transfer } from "./GatewayHarness.js"
 
 // An inbox tab following a call (SSE) must not keep the gateway from stopping (Ctrl-C, redeploy).
 it("the gateway stops promptly with a server-sent event client still connected", async () => {
   const h = await startGatewayHarness()
   const held = (await post(`${h.url}/tool-calls`, transfer(3000))).body
-  const r = await fetch(`${h.url}/held/${held.held_id}/events`)
+  const path = `/held/${held.held_id}/events`
+  const r = await fetch(h.url + path, { headers: { authorization: readAuth("user:carol", "GET", path) } })
+  expect(r.status).toBe(200)
   await r.body!.getReader().read()
   const t0 = Date.now()
   await h.stop()

@@ -24,11 +24,11 @@ const mismatchOf = (heldId: string, e: HeldEvent, p: Envelope["payload"]): strin
     case "call.proposed": {
       if (e.tool === PolicyApplyTool && p["op"] === "policy.apply") {
         const call = policyCall(p["profile"])
-        if (heldIdOf(String(p["principal"]), call.session_id, call.turn_id, call.call_id) !== heldId) return "the signed policy change derives another held id"
+        if (heldIdOf(String(p["principal"]), call.session_id, call.turn_id, call.call_id, e.held_id_salt) !== heldId) return "the signed policy change derives another held id"
         if (canonicalize(e.args["profile"] ?? null) !== canonicalize(p["profile"] ?? null)) return "args.profile is not the signed profile"
         return differs("principal", e.principal, p["principal"])
       }
-      if (heldIdOf(String(p["principal"]), String(p["session_id"]), String(p["turn_id"]), String(p["call_id"])) !== heldId) return "the signed proposal derives another held id"
+      if (heldIdOf(String(p["principal"]), String(p["session_id"]), String(p["turn_id"]), String(p["call_id"]), e.held_id_salt) !== heldId) return "the signed proposal derives another held id"
       if (e.call_digest !== callDigest(e.tool, e.args)) return "call_digest is not sha256(JCS({tool, args})) of the event"
       return differs("principal", e.principal, p["principal"]) ?? differs("session_id", e.session_id, p["session_id"]) ?? differs("turn_id", e.turn_id, p["turn_id"]) ?? differs("call_id", e.call_id, p["call_id"])
     }

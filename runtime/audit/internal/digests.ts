@@ -14,6 +14,6 @@ export const jcsDigest = (value: unknown): string => hash("sha256", jcs(value), 
 /** `call_digest = sha256(JCS({tool, args}))`. */
 export const callDigest = (tool: string, args: unknown): string => jcsDigest({ tool, args })
 
-/** The stable held id of one agent call. */
-export const heldIdOf = (principal: string, sessionId: string, turnId: string, callId: string): string =>
-  "h_" + jcsDigest([principal, sessionId, turnId, callId]).slice(0, 32)
+/** The stable held id of one agent call, with the salt `call.proposed` records (absent: an unsalted id). */
+export const heldIdOf = (principal: string, sessionId: string, turnId: string, callId: string, salt?: string): string =>
+  "h_" + jcsDigest(salt === undefined ? [principal, sessionId, turnId, callId] : [principal, sessionId, turnId, callId, salt]).slice(0, 32)

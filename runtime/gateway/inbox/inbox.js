@@ -1,54 +1,72 @@
-// The approval inbox: lists held calls naming this witness, shows what it would sign, signs
-// attestations in the browser (the secret key never leaves localStorage) and follows the call live.
+// The approval inbox: lists the held calls this witness may decide, shows what it would sign,
+// signs reads and attestations in the browser with a non-extractable key (keys.js), asks for a
+// confirmation that restates what is signed, and follows the call live.
 ;(function () {
   const $ = (id) => document.getElementById(id)
-  const b64 = { enc: (u8) => btoa(String.fromCharCode(...u8)), dec: (s) => Uint8Array.from(atob(s), (c) => c.charCodeAt(0)) }
+  const { b64 } = inboxKeys
   let identity = null
   let selected = null
-  let source = null
+  let follow = null
   let events = []
+  let current = null
 
-  const keyPairOf = (secret) => {
-    const raw = b64.dec(secret.trim())
-    if (raw.length === 32) return nacl.sign.keyPair.fromSeed(raw)
-    if (raw.length === 64) return nacl.sign.keyPair.fromSecretKey(raw)
-    throw new Error("the key must be 32 (seed) or 64 (secret key) bytes of base64")
+  const showIdentity = () => {
+    $("principal").value = identity.principal
+    $("klass").value = identity.klass
+    $("identity-status").textContent = "signing as " + identity.principal + " (" + identity.publicKey.slice(0, 12) + "…)"
+    $("public-key").textContent = identity.publicKey
   }
 
-  const loadIdentity = () => {
-    const saved = JSON.parse(localStorage.getItem("wk.identity") || "null")
-    if (saved === null) return
-    try {
-      identity = { ...saved, keys: keyPairOf(saved.secret) }
-      $("principal").value = saved.principal
-      $("klass").value = saved.klass
-      $("identity-status").textContent = "signing as " + saved.principal + " (" + b64.enc(identity.keys.publicKey).slice(0, 12) + "…)"
-    } catch (e) {
-      $("identity-status").textContent = String(e.message)
-    }
+  const loadIdentity = async () => {
+    // localStorage holds no secret: an entry with a raw key in it is removed, not read.
+    localStorage.removeItem("wk.identity")
+    identity = await inboxKeys.load()
+    if (identity !== null) showIdentity()
   }
 
-  $("identity").addEventListener("submit", (ev) => {
-    ev.preventDefault()
+  const useKey = async (makeKey) => {
     try {
-      const saved = { principal: $("principal").value.trim(), klass: $("klass").value.trim(), secret: $("secret").value.trim() || (JSON.parse(localStorage.getItem("wk.identity") || "{}").secret ?? "") }
-      keyPairOf(saved.secret)
-      localStorage.setItem("wk.identity", JSON.stringify(saved))
+      const who = { principal: $("principal").value.trim(), klass: $("klass").value.trim() }
+      if (who.principal === "" || who.klass === "") throw new Error("give the principal and the class first")
+      const key = await makeKey()
+      await inboxKeys.save(who, key)
       $("secret").value = ""
-      loadIdentity()
+      await loadIdentity()
       refreshList()
     } catch (e) {
-      $("identity-status").textContent = "key not imported: " + e.message
+      $("identity-status").textContent = "key not set: " + e.message
     }
+  }
+  $("identity").addEventListener("submit", (ev) => {
+    ev.preventDefault()
+    const secret = $("secret").value
+    // No secret given: keep the stored key, change who it signs as.
+    if (secret.trim() === "" && identity !== null) return useKey(async () => identity)
+    return useKey(() => inboxKeys.importSecret(secret))
   })
+  $("generate-key").addEventListener("click", () => useKey(inboxKeys.generate))
+
+  /** A signed envelope of `payload` as this witness (JCS bytes, Ed25519). */
+  const signedEnvelope = async (payload) => ({ payload, key: identity.publicKey, sig: await inboxKeys.sign(identity, jcs(payload)) })
+
+  const nonce = () => b64.enc(crypto.getRandomValues(new Uint8Array(12))).replace(/[^A-Za-z0-9]/g, "x")
+
+  /** The gateway authenticates every read: `Authorization: WK-Read` over method, path, time and a fresh nonce. */
+  const readHeaders = async (path) => {
+    const env = await signedEnvelope({ op: "read", principal: identity.principal, method: "GET", path, issued_at: new Date().toISOString(), nonce: nonce() })
+    return { authorization: "WK-Read " + btoa(JSON.stringify(env)) }
+  }
+  const signedGet = async (path, init = {}) => fetch(path, { ...init, headers: await readHeaders(path) })
 
   const refreshList = async () => {
     if (identity === null) return
-    const r = await fetch("/held?principal=" + encodeURIComponent(identity.principal) + "&class=" + encodeURIComponent(identity.klass))
+    const r = await signedGet("/held")
     const body = await r.json()
+    // The listing also holds this principal's own proposals; the inbox shows what it may witness.
+    const held = (body.held || []).filter((h) => h.view === "witness")
     const list = $("held-list")
     list.innerHTML = ""
-    for (const h of body.held || []) {
+    for (const h of held) {
       const li = document.createElement("li")
       li.dataset.heldId = h.held_id
       if (selected === h.held_id) li.className = "selected"
@@ -60,7 +78,7 @@
       li.addEventListener("click", () => open(h.held_id))
       list.appendChild(li)
     }
-    $("list-count").textContent = "(" + (body.held || []).length + ")"
+    $("list-count").textContent = r.status === 200 ? "(" + held.length + ")" : "(" + (body.error?.message ?? r.status) + ")"
   }
 
   const render = (h) => {
@@ -96,39 +114,89 @@
     selected = h.held_id
     current = h
   }
-  let current = null
+
+  /** Re-reads the selected call's facts (after each event of its stream). */
+  const refreshFacts = async (heldId) => {
+    const r = await signedGet("/held/" + heldId)
+    if (r.status !== 200) return
+    const body = await r.json()
+    if (body.held.held_id === selected) render(body.held)
+  }
+
+  /**
+   * Follows a call's server-sent events with a signed request (EventSource cannot send headers):
+   * each `held-event` is drawn, then the facts are re-read. Returns a stop function.
+   */
+  const followEvents = (heldId) => {
+    const ac = new AbortController()
+    void (async () => {
+      const r = await signedGet("/held/" + heldId + "/events", { signal: ac.signal })
+      if (r.status !== 200 || r.body === null) return
+      const reader = r.body.pipeThrough(new TextDecoderStream()).getReader()
+      let buffer = ""
+      let facts = Promise.resolve()
+      for (;;) {
+        const { value, done } = await reader.read()
+        if (done) return
+        buffer += value
+        let end
+        while ((end = buffer.indexOf("\n\n")) >= 0) {
+          const block = buffer.slice(0, end)
+          buffer = buffer.slice(end + 2)
+          const type = /^event: (.*)$/m.exec(block)?.[1]
+          const data = /^data: (.*)$/m.exec(block)?.[1]
+          if (type !== "held-event" || data === undefined) continue
+          const e = JSON.parse(data)
+          if (events.some((x) => x.seq === e.seq)) continue
+          events.push(e)
+          $("timeline").innerHTML = drawTimeline(events)
+          facts = facts.then(() => refreshFacts(heldId)).catch(() => undefined)
+        }
+      }
+    })().catch(() => undefined)
+    return () => ac.abort()
+  }
 
   const open = async (heldId) => {
-    const r = await fetch("/held/" + heldId)
+    const r = await signedGet("/held/" + heldId)
     const body = await r.json()
     if (r.status !== 200) { $("attest-status").textContent = body.error?.message ?? "not found"; return }
     $("attest-status").textContent = ""
     render(body.held)
     events = []
     $("timeline").innerHTML = drawTimeline(events)
-    if (source) source.close()
-    source = new EventSource("/held/" + heldId + "/events")
-    source.addEventListener("held-event", (m) => {
-      const e = JSON.parse(m.data)
-      if (events.some((x) => x.seq === e.seq)) return
-      events.push(e)
-      $("timeline").innerHTML = drawTimeline(events)
-    })
-    source.addEventListener("facts", (m) => { const h = JSON.parse(m.data); if (h.held_id === selected) render(h) })
+    if (follow) follow()
+    follow = followEvents(heldId)
     document.querySelectorAll("#held-list li").forEach((li) => li.classList.toggle("selected", li.dataset.heldId === heldId))
   }
 
+  /** Restates what the signature will say, and asks before signing it. */
+  const confirmSigning = (payload) =>
+    window.confirm(
+      [
+        `Sign "${payload.decision}" as ${payload.principal} (class ${payload.class})?`,
+        "",
+        `call       ${current.tool} proposed by ${current.principal}`,
+        `held_id    ${payload.held_id}`,
+        `generation ${payload.generation}`,
+        `call_digest     ${payload.call_digest}`,
+        `contract_digest ${payload.contract_digest}`,
+        `valid until ${payload.expires_at}`,
+        "",
+        "Your signature binds to exactly this call and contract; a changed call needs a new one."
+      ].join("\n")
+    )
+
   const attest = async (decision) => {
     if (identity === null || current === null) return
-    const nonce = b64.enc(nacl.randomBytes(12)).replace(/[^A-Za-z0-9]/g, "x")
     const now = Date.now()
     const payload = {
       op: "attest", principal: identity.principal, class: identity.klass, held_id: current.held_id,
       generation: current.generation, call_digest: current.call_digest, contract_digest: current.contract_digest,
-      decision, issued_at: new Date(now).toISOString(), expires_at: new Date(now + 10 * 60_000).toISOString(), nonce
+      decision, issued_at: new Date(now).toISOString(), expires_at: new Date(now + 10 * 60_000).toISOString(), nonce: nonce()
     }
-    const sig = nacl.sign.detached(new TextEncoder().encode(jcs(payload)), identity.keys.secretKey)
-    const envelope = { payload, key: b64.enc(identity.keys.publicKey), sig: b64.enc(sig) }
+    if (!confirmSigning(payload)) { $("attest-status").textContent = decision + ": not signed"; return }
+    const envelope = await signedEnvelope(payload)
     const r = await fetch("/held/" + current.held_id + "/attestations", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(envelope) })
     const reply = await r.json()
     const status = $("attest-status")
@@ -138,8 +206,7 @@
   $("approve").addEventListener("click", () => attest("approve"))
   $("reject").addEventListener("click", () => attest("reject"))
 
-  loadIdentity()
-  refreshList()
+  loadIdentity().then(refreshList)
   // The list is the open-call index; re-read it every few seconds (the open call streams itself).
   setInterval(refreshList, 2000)
 })()

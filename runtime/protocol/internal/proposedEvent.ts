@@ -10,6 +10,8 @@ import type { Signed } from "../Request.js"
  */
 export const proposedEvent = (o: {
   readonly heldId: string
+  /** The salt the held id was derived with (HeldIds). */
+  readonly salt: string
   readonly generation: number
   readonly req: Signed<ProposePayload>
   readonly digest: string
@@ -35,6 +37,7 @@ export const proposedEvent = (o: {
     ...(p.preferences !== undefined ? { preferences: p.preferences } : {}),
     ...(o.parent !== undefined ? { parent_held_id: o.parent.parent_held_id, ...(o.parent.ancestors !== undefined ? { ancestors: o.parent.ancestors } : {}) } : {}),
     idempotency_key: `${o.heldId}:g${o.generation}`,
+    held_id_salt: o.salt,
     created_at: at,
     expires_at: new Date(o.expiresAt).toISOString(),
     envelope: o.req.envelope,
