@@ -1,6 +1,6 @@
 import type { Evidence, HeldCallFacts } from "../schema/Facts.js"
 import type { Reason } from "../schema/Events.js"
-import type { WitnessRule } from "../schema/WitnessContract.js"
+import { routeAdmits, type WitnessRule } from "../schema/WitnessContract.js"
 import { presentationDigest } from "../schema/Canonical.js"
 import { currentEvidence } from "./Facts.js"
 import { dependencyRejects } from "./Dependencies.js"
@@ -36,9 +36,9 @@ export interface Refusal {
   readonly reason: string
 }
 
-/** The digest of the presentation the current witness request shows, or null while none was shown. */
+/** The digest of the presentation the current witness request shows (as `call.held` recorded it, or computed for older logs), or null while none was shown. */
 export const currentPresentationDigest = (f: HeldCallFacts): string | null =>
-  f.witness_request === null ? null : presentationDigest(f.witness_request.presentation)
+  f.witness_request === null ? null : (f.witness_request.presentation_digest ?? presentationDigest(f.witness_request.presentation))
 
 /** Whether the registry in force still stands behind a statement: class held, signing key registered. */
 export const stillRegistered = (e: Evidence, registry: WitnessRegistry): boolean =>
@@ -84,10 +84,18 @@ export const finalNoOf = (f: HeldCallFacts, witness: string): Refusal["kind"] | 
   return dependencyRejects(f).some((d) => d.witness === witness) ? "dependency" : undefined
 }
 
-/** Approvals that count now: standing, unexpired, and from a witness with no final no. */
+/** Whether the contract's route (a `witness_route` preference) lets a witness's approvals count; no route lets every one. */
+const onRoute = (f: HeldCallFacts, registry: WitnessRegistry, witness: string): boolean => {
+  const route = f.witness_contract?.route
+  return route === undefined || routeAdmits(route, witness, registry.classesOf(witness))
+}
+
+/** Approvals that count now: standing, unexpired, on the contract's route, and from a witness with no final no. */
 export const countingApprovals = (f: HeldCallFacts, ctx: CountingContext): ReadonlyArray<Evidence> => {
   const refused = new Set(refusalsOf(f, ctx).map((r) => r.witness))
-  return standing(f, ctx).filter((e) => e.status === "valid" && e.decision === "approve" && Date.parse(e.expires_at) > ctx.now && !refused.has(e.witness))
+  return standing(f, ctx).filter(
+    (e) => e.status === "valid" && e.decision === "approve" && Date.parse(e.expires_at) > ctx.now && !refused.has(e.witness) && onRoute(f, ctx, e.witness)
+  )
 }
 
 /** The veto in force, if any: a final no from a witness of a veto class (by its reject's class, or any class it holds for a failed nested call). */
@@ -98,11 +106,11 @@ export const vetoOf = (f: HeldCallFacts, registry: WitnessRegistry): Refusal | u
   )
 }
 
-/** Approvals that could still arrive: each registered principal with a key, under each class it holds, but the proposer and those whose no is final. */
+/** Approvals that could still arrive: each registered principal with a key on the route, under each class it holds, but the proposer and those whose no is final. */
 const possibleApprovals = (f: HeldCallFacts, registry: WitnessRegistry, refused: ReadonlySet<string>): ReadonlyArray<Approval> =>
   registry
     .principals()
-    .filter((p) => p !== f.spec?.principal && !refused.has(p) && registry.keysOf(p).length > 0)
+    .filter((p) => p !== f.spec?.principal && !refused.has(p) && registry.keysOf(p).length > 0 && onRoute(f, registry, p))
     .flatMap((p) => registry.classesOf(p).map((c) => ({ witness: p, class: c })))
 
 /** Where the witness rule of a held call stands, and the final noes behind it. */
