@@ -69,7 +69,7 @@ const approve = (w: WitnessClient, h: Held, klass = "human", extra: Record<strin
 beforeAll(async () => {
   nats = await startTestNats()
   kernel = await startKernel(nats.servers, [profile])
-  toolConn = await connectAs(nats.servers, "tool")
+  toolConn = await connectAs(nats.servers, "echo")
   echo = new EchoTool(ops).serve(toolConn)
   agentConn = await connectAs(nats.servers, "agent")
   witnessConn = await connectAs(nats.servers, "witness")

@@ -16,6 +16,7 @@ export const TestEchoTools = [
   "fraud_check", "account_history", "ledger_scan",
   "no_readback_op", "transfer_vetoed", "transfer_plain",
   "quorum_op", "fallback_deny_op", "fallback_route_op",
+  "two_humans_op", "human_op", "human_and_fraud_op", "carol_op",
   "bench_echo"
 ] as const
 
