@@ -71,6 +71,7 @@ export const attach = (childId: string, digest: string, req: Signed<ProposePaylo
               child_held_id: childId,
               call_digest: digest,
               reason: check.reason,
+              principal: p.principal,
               envelope: req.envelope
             })
           } else {
