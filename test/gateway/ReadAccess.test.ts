@@ -5,7 +5,7 @@ import { startKernel } from "../support/InProcessKernel.js"
 import { clientFor, connectAs } from "../support/Principals.js"
 import { startTestNats } from "../support/TestNats.js"
 import { eventually } from "../support/Stream.js"
-import { gatewayProfile, getAs, getJson, LeakedToken, post, readAuth, readStream, signedAs, startGatewayHarness, transfer, type GatewayHarness } from "./GatewayHarness.js"
+import { fresh, gatewayProfile, getAs, getJson, LeakedToken, post, readAuth, readStream, signedAs, startGatewayHarness, transfer, type GatewayHarness } from "./GatewayHarness.js"
 
 // The gateway's reads against an attacker: who may read what, through which view. Each test uses
 // only what the attacker has: no key, another principal's key, a captured header, the witness's
@@ -20,7 +20,7 @@ afterAll(async () => {
 
 let n = 0
 const vault = (tool: "vault_read" | "vault_fail") =>
-  signedAs("agent:alice", { op: "propose", session_id: "s-leak", turn_id: "t1", call_id: `leak${Date.now()}-${++n}`, tool, args: { path: "db/creds" } })
+  signedAs("agent:alice", { op: "propose", session_id: "s-leak", turn_id: "t1", call_id: `leak${Date.now()}-${++n}`, tool, args: { path: "db/creds" }, ...fresh() })
 
 describe("quarantined bytes reach nobody but the auditor", () => {
   it("the event stream refuses a reader without credentials, and the proposer's stream never carries the quarantined result", async () => {
@@ -138,7 +138,7 @@ describe("disclosure governs every witness-facing view", () => {
 
 describe("held ids", () => {
   it("the same call gets another id under another kernel's secret, and the same id when proposed again", async () => {
-    const propose = signedAs("agent:alice", { op: "propose", session_id: "s-ids", turn_id: "t1", call_id: "same-call", tool: "money_transfer", args: { from: "alice", to: "bob", amount: 5000 } })
+    const propose = signedAs("agent:alice", { op: "propose", session_id: "s-ids", turn_id: "t1", call_id: "same-call", tool: "money_transfer", args: { from: "alice", to: "bob", amount: 5000 }, ...fresh() })
     const first = (await post(`${h.url}/tool-calls`, propose)).body
     const again = (await post(`${h.url}/tool-calls`, propose)).body
     expect(first.held_id).toMatch(/^h_[0-9a-f]{32}$/)
