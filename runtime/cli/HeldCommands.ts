@@ -1,5 +1,5 @@
 import { Args, Command, Options } from "@effect/cli"
-import { Console, Effect, Option, Queue } from "effect"
+import { Console, Effect, Either, Option, Queue, Schema } from "effect"
 import { jetstreamManager } from "@nats-io/jetstream"
 import { Kvm } from "@nats-io/kv"
 import type { WitnessClient } from "../client/Client.js"
@@ -7,6 +7,7 @@ import { reduce } from "../heldcall/Reducer.js"
 import { eventView, heldView } from "../heldcall/Views.js"
 import { decodeEventBytes } from "../ledger/EventLog.js"
 import type { HeldEvent, SequencedEvent } from "../schema/Events.js"
+import { HeldId } from "../schema/Ids.js"
 import { Buckets, Streams, Subjects } from "../schema/Subjects.js"
 import { ask, CliError, connectClient } from "./Connect.js"
 
@@ -33,13 +34,25 @@ const pastEvents = (client: WitnessClient, heldId: string) =>
   })
 
 /**
- * One call in the admin view (runtime/heldcall/Views.ts: every fact, no quarantined bytes): its
- * events read from the stream as the kernel's role user and folded, or a one-line error naming it.
+ * `held.get` over the client's connection: the view the kernel answers an unsigned read (the
+ * witness view, runtime/heldcall/Views.ts), what a witness signs against; or a one-line error.
  */
 export const getHeld = (client: WitnessClient, heldId: string) =>
   Effect.gen(function* () {
-    const events = yield* pastEvents(client, heldId)
-    const facts = reduce(heldId, events)
+    const r = yield* ask(`held.get ${heldId}`, () => client.get(heldId))
+    if (r.status === 404) return yield* new CliError({ message: `no held call ${heldId} (list open ones with \`wk held ls\`)` })
+    if (r.status !== 200 || r.held === undefined) return yield* new CliError({ message: `held.get ${heldId}: ${r.error?.message ?? `status ${r.status}`}` })
+    return r.held as Held
+  })
+
+/**
+ * One call in the admin view (every fact, no quarantined bytes): its events read from the stream
+ * as the kernel's role user and folded, or a one-line error naming the call.
+ */
+export const adminHeld = (client: WitnessClient, heldId: string) =>
+  Effect.gen(function* () {
+    if (Either.isLeft(Schema.decodeUnknownEither(HeldId)(heldId))) return yield* new CliError({ message: `held_id must be h_ and 32 hex digits, not ${JSON.stringify(heldId)}` })
+    const facts = reduce(heldId, yield* pastEvents(client, heldId))
     if (facts.spec === null) return yield* new CliError({ message: `no held call ${heldId} (list open ones with \`wk held ls\`)` })
     return heldView("admin", facts) as Held
   })
@@ -74,7 +87,7 @@ const lsCommand = Command.make(
     Effect.gen(function* () {
       const client = yield* opsClient
       const ids = yield* openHeldIds(client, limit)
-      const all = yield* Effect.forEach(ids, (id) => getHeld(client, id).pipe(Effect.option), { concurrency: 16 })
+      const all = yield* Effect.forEach(ids, (id) => adminHeld(client, id).pipe(Effect.option), { concurrency: 16 })
       const rows = all
         .flatMap((o) => (Option.isSome(o) ? [o.value] : []))
         .filter((h) => Option.match(state, { onNone: () => true, onSome: (s) => stateOf(h).startsWith(s) }))
@@ -107,7 +120,7 @@ export const describeHeld = (h: Held): string => {
 const showCommand = Command.make("show", { heldId: heldIdArg, json }, ({ heldId, json }) =>
   Effect.gen(function* () {
     const client = yield* opsClient
-    const h = yield* getHeld(client, heldId)
+    const h = yield* adminHeld(client, heldId)
     yield* Console.log(json ? JSON.stringify(h, null, 2) : describeHeld(h))
   }).pipe(Effect.scoped)
 ).pipe(Command.withDescription("Show one held call's facts: state, digests, contract, evidence, execution, delivery"))
@@ -120,7 +133,7 @@ const watchCommand = Command.make(
   ({ heldId, json, timeout }) =>
     Effect.gen(function* () {
       const client = yield* opsClient
-      let h = yield* getHeld(client, heldId)
+      let h = yield* adminHeld(client, heldId)
       const signal = yield* Queue.unbounded<HeldEvent>()
       // Subscribe before reading the past, so nothing falls between the two.
       const sub = client.nc.subscribe(Subjects.events(heldId), {
@@ -146,9 +159,9 @@ const watchCommand = Command.make(
         if (Option.isSome(next)) {
           if (seen.has(next.value.event_id)) continue
           seen.add(next.value.event_id)
-          h = yield* getHeld(client, heldId)
+          h = yield* adminHeld(client, heldId)
           yield* print(next.value, h)
-        } else h = yield* getHeld(client, heldId)
+        } else h = yield* adminHeld(client, heldId)
       }
       // The facts can run ahead of the live feed: print what the stream holds that we have not.
       for (const { event } of yield* pastEvents(client, heldId)) if (!seen.has(event.event_id)) yield* print(event, h)
