@@ -5,15 +5,15 @@
 // same signed manifest.
 import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import { relative, resolve } from "node:path"
-import { fileURLToPath } from "node:url"
 import { Effect, Either, Schema } from "effect"
+import { repoRoot as packageRoot } from "../../runtime/cli/Paths.js"
 import { sha256Hex } from "../../runtime/schema/Canonical.js"
 import { ManifestTemplate, type PluginManifest, SignedManifest } from "../../runtime/plugins/Manifest.js"
 import { PluginToolError } from "../../runtime/plugins/PluginError.js"
 import { KeyFile, signManifest } from "../../runtime/plugins/Signing.js"
 
-/** The repository root: asc resolves the SDK and abort handler paths from here. */
-export const repoRoot = fileURLToPath(new URL("../..", import.meta.url))
+/** The repository root, with a trailing slash: asc resolves the SDK and abort handler paths from here. */
+export const repoRoot = `${packageRoot}/`
 
 /** The only asc flags a plugin is built with. */
 export const AscFlags: ReadonlyArray<string> = ["--optimize", "--runtime", "incremental", "--use", "abort=plugin-sdk/assembly/host/sdkAbort", "--noColors"]

@@ -1,24 +1,23 @@
 import { Command, Options } from "@effect/cli"
 import { Console, Effect, Option } from "effect"
 import { readFileSync, writeFileSync } from "node:fs"
-import { natsOptionsFromUrl, type NatsOptions } from "../ledger/Nats.js"
+import type { NatsOptions } from "../ledger/Nats.js"
+import { natsOptionsFor } from "./Connect.js"
 import { exportOver } from "../audit/Export.js"
 import { replayOver, type Selection } from "../audit/Replay.js"
 import { formatProgress, formatReport } from "../audit/Summary.js"
 import { verifyExport } from "../audit/VerifyExport.js"
 
-const defaultServer = () => process.env["NATS_URL"] ?? `nats://127.0.0.1:${process.env["WK_NATS_PORT"] ?? 4322}`
-
+// The server is the global `--server` (or NATS_URL, or the context's): see Connect.serverUrl.
 const connection = {
-  server: Options.text("server").pipe(Options.optional, Options.withDescription("NATS URL (default NATS_URL, else nats://127.0.0.1:4322)")),
   user: Options.text("user").pipe(Options.optional, Options.withDescription("NATS user (default: the URL's, else the read-only auditor)")),
   pass: Options.text("pass").pipe(Options.optional, Options.withDescription("NATS password (default: the URL's, else auditor-dev)")),
   stream: Options.text("stream").pipe(Options.withDefault("WK_EVENTS"), Options.withDescription("events stream to read (a copy works too)"))
 }
 
-/** --user/--pass, else the URL's credentials, else the auditor's. */
-const natsOf = (o: { server: Option.Option<string>; user: Option.Option<string>; pass: Option.Option<string> }): NatsOptions => {
-  const fromUrl = natsOptionsFromUrl(Option.getOrElse(o.server, defaultServer), { user: "auditor", pass: "auditor-dev" })
+/** --user/--pass, else the URL's credentials, else WK_NATS_USER/WK_NATS_PASS or the context's, else the auditor's. */
+const natsOf = (o: { user: Option.Option<string>; pass: Option.Option<string> }): NatsOptions => {
+  const fromUrl = natsOptionsFor("auditor")
   return { ...fromUrl, user: Option.getOrElse(o.user, () => fromUrl.user ?? "auditor"), pass: Option.getOrElse(o.pass, () => fromUrl.pass ?? "auditor-dev") }
 }
 
@@ -33,9 +32,9 @@ const replayCommand = Command.make(
     json: Options.boolean("json").pipe(Options.withDescription("print the machine report (JSON) instead of the summary")),
     rerunPlugins: Options.boolean("rerun-plugins").pipe(Options.withDescription("re-run recorded plugin decisions from the pinned wasm")),
     noProjection: Options.boolean("no-projection").pipe(Options.withDescription("do not compare with the KV projection")),
-    factsBucket: Options.text("facts-bucket").pipe(Options.withDefault("wk_facts")),
-    sessionsStream: Options.text("sessions-stream").pipe(Options.withDefault("WK_SESSIONS")),
-    pluginBucket: Options.text("plugin-bucket").pipe(Options.withDefault("wk_plugins")),
+    factsBucket: Options.text("facts-bucket").pipe(Options.withDefault("wk_facts"), Options.withDescription("KV bucket of the fact projection to compare with")),
+    sessionsStream: Options.text("sessions-stream").pipe(Options.withDefault("WK_SESSIONS"), Options.withDescription("stream of delivered results to check")),
+    pluginBucket: Options.text("plugin-bucket").pipe(Options.withDefault("wk_plugins"), Options.withDescription("object store of pinned plugins (for --rerun-plugins)")),
     quiet: Options.boolean("quiet").pipe(Options.withDescription("no progress lines on stderr"))
   },
   (o) =>
@@ -83,7 +82,7 @@ const exportCommand = Command.make(
 /** `wk audit verify <file>`: checks an exported document offline, with its public keys alone. */
 const verifyCommand = Command.make(
   "verify",
-  { file: Options.text("file").pipe(Options.withDescription("an exported document")), json: Options.boolean("json") },
+  { file: Options.text("file").pipe(Options.withDescription("an exported document")), json: Options.boolean("json").pipe(Options.withDescription("print the verification as JSON")) },
   (o) =>
     Effect.gen(function* () {
       const input = yield* Effect.try({ try: () => JSON.parse(readFileSync(o.file, "utf8")) as unknown, catch: (e) => new Error(`cannot read ${o.file}: ${String(e)}`) })

@@ -3,6 +3,7 @@ import { HttpServer } from "@effect/platform"
 import { Console, Effect, Layer } from "effect"
 import { layerGateway } from "../gateway/Gateway.js"
 import { natsOptionsFromUrl } from "../ledger/Nats.js"
+import { serverUrl } from "./Connect.js"
 
 // The gateway relays signed requests and reads the open-call index and the event stream: its own
 // role in nats.conf (GATEWAY), dev credentials by default (override with WK_GATEWAY_NATS_USER/PASS).
@@ -17,7 +18,7 @@ export const gatewayCommand = Command.make(
   },
   ({ port, host }) =>
     Effect.gen(function* () {
-      const url = process.env["NATS_URL"] ?? `nats://127.0.0.1:${process.env["WK_NATS_PORT"] ?? 4322}`
+      const url = serverUrl()
       const nats = natsOptionsFromUrl(url, gatewayCredentials)
       const started = Layer.effectDiscard(
         Effect.flatMap(HttpServer.HttpServer, (s) =>

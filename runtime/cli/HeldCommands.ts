@@ -1,5 +1,5 @@
 import { Args, Command, Options } from "@effect/cli"
-import { Console, Effect, Either, Option, Queue, Schema } from "effect"
+import { Console, Effect, Option, Queue, Schema } from "effect"
 import { jetstreamManager } from "@nats-io/jetstream"
 import { Kvm } from "@nats-io/kv"
 import type { WitnessClient } from "../client/Client.js"
@@ -10,11 +10,12 @@ import type { HeldEvent, SequencedEvent } from "../schema/Events.js"
 import { HeldId } from "../schema/Ids.js"
 import { Buckets, Streams, Subjects } from "../schema/Subjects.js"
 import { ask, CliError, connectClient } from "./Connect.js"
+import { ExitCode, exitOfReply } from "./Exit.js"
 
 type Held = Record<string, unknown>
 
 const json = Options.boolean("json").pipe(Options.withDescription("print JSON instead of text"))
-const heldIdArg = Args.text({ name: "held_id" })
+const heldIdArg = Args.text({ name: "held_id" }).pipe(Args.withDescription("the held call, as `wk propose` or `wk held ls` prints it"))
 // Operators read as the kernel's role user by default (it may read every call's events, and sees
 // them through the admin view); WK_NATS_USER overrides.
 const opsClient = connectClient("kernel", "admin:cli")
@@ -34,27 +35,25 @@ const pastEvents = (client: WitnessClient, heldId: string) =>
   })
 
 /**
- * `held.get` over the client's connection: the view the kernel answers an unsigned read (the
- * witness view, runtime/heldcall/Views.ts), what a witness signs against; or a one-line error.
+ * One call in the admin view (runtime/heldcall/Views.ts: every fact, no quarantined bytes): its
+ * events read from the stream as the kernel's role user and folded, or a one-line error naming it.
  */
 export const getHeld = (client: WitnessClient, heldId: string) =>
   Effect.gen(function* () {
-    const r = yield* ask(`held.get ${heldId}`, () => client.get(heldId))
-    if (r.status === 404) return yield* new CliError({ message: `no held call ${heldId} (list open ones with \`wk held ls\`)` })
-    if (r.status !== 200 || r.held === undefined) return yield* new CliError({ message: `held.get ${heldId}: ${r.error?.message ?? `status ${r.status}`}` })
-    return r.held as Held
+    if (!Schema.is(HeldId)(heldId)) return yield* new CliError({ message: `held_id '${heldId}' is not a held id (h_ and 32 hex digits, as \`wk held ls\` prints them)`, exit: ExitCode.refused })
+    const events = yield* pastEvents(client, heldId)
+    const facts = reduce(heldId, events)
+    if (facts.spec === null) return yield* new CliError({ message: `no held call ${heldId} (list open ones with \`wk held ls\`)`, exit: ExitCode.refused })
+    return heldView("admin", facts) as Held
   })
 
-/**
- * One call in the admin view (every fact, no quarantined bytes): its events read from the stream
- * as the kernel's role user and folded, or a one-line error naming the call.
- */
-export const adminHeld = (client: WitnessClient, heldId: string) =>
+/** One call as held.get answers this client's principal (its own view of the call), or a one-line error. */
+export const readHeld = (client: WitnessClient, heldId: string) =>
   Effect.gen(function* () {
-    if (Either.isLeft(Schema.decodeUnknownEither(HeldId)(heldId))) return yield* new CliError({ message: `held_id must be h_ and 32 hex digits, not ${JSON.stringify(heldId)}` })
-    const facts = reduce(heldId, yield* pastEvents(client, heldId))
-    if (facts.spec === null) return yield* new CliError({ message: `no held call ${heldId} (list open ones with \`wk held ls\`)` })
-    return heldView("admin", facts) as Held
+    const r = yield* ask(`held.get ${heldId}`, () => client.get(heldId))
+    if (r.status === 404) return yield* new CliError({ message: `no held call ${heldId} (list open ones with \`wk held ls\`)`, exit: ExitCode.refused })
+    if (r.status !== 200 || r.held === undefined) return yield* new CliError({ message: `held.get ${heldId}: ${r.error?.message ?? `status ${r.status}`}`, exit: exitOfReply(r) })
+    return r.held as Held
   })
 
 /** Ids in the open-calls index (held calls not ended yet), at most `limit`. */
@@ -81,13 +80,13 @@ const lsCommand = Command.make(
     state: Options.text("state").pipe(Options.optional, Options.withDescription("only calls whose state starts with this (open, open/unsatisfied, open/satisfied, ...)")),
     principal: Options.text("principal").pipe(Options.optional, Options.withDescription("only calls proposed by this principal")),
     tool: Options.text("tool").pipe(Options.optional, Options.withDescription("only calls of this tool")),
-    limit: Options.integer("limit").pipe(Options.withDefault(500))
+    limit: Options.integer("limit").pipe(Options.withDefault(500), Options.withDescription("read at most this many open calls"))
   },
   ({ json, state, principal, tool, limit }) =>
     Effect.gen(function* () {
       const client = yield* opsClient
       const ids = yield* openHeldIds(client, limit)
-      const all = yield* Effect.forEach(ids, (id) => adminHeld(client, id).pipe(Effect.option), { concurrency: 16 })
+      const all = yield* Effect.forEach(ids, (id) => getHeld(client, id).pipe(Effect.option), { concurrency: 16 })
       const rows = all
         .flatMap((o) => (Option.isSome(o) ? [o.value] : []))
         .filter((h) => Option.match(state, { onNone: () => true, onSome: (s) => stateOf(h).startsWith(s) }))
@@ -120,7 +119,7 @@ export const describeHeld = (h: Held): string => {
 const showCommand = Command.make("show", { heldId: heldIdArg, json }, ({ heldId, json }) =>
   Effect.gen(function* () {
     const client = yield* opsClient
-    const h = yield* adminHeld(client, heldId)
+    const h = yield* getHeld(client, heldId)
     yield* Console.log(json ? JSON.stringify(h, null, 2) : describeHeld(h))
   }).pipe(Effect.scoped)
 ).pipe(Command.withDescription("Show one held call's facts: state, digests, contract, evidence, execution, delivery"))
@@ -133,7 +132,7 @@ const watchCommand = Command.make(
   ({ heldId, json, timeout }) =>
     Effect.gen(function* () {
       const client = yield* opsClient
-      let h = yield* adminHeld(client, heldId)
+      let h = yield* getHeld(client, heldId)
       const signal = yield* Queue.unbounded<HeldEvent>()
       // Subscribe before reading the past, so nothing falls between the two.
       const sub = client.nc.subscribe(Subjects.events(heldId), {
@@ -159,9 +158,9 @@ const watchCommand = Command.make(
         if (Option.isSome(next)) {
           if (seen.has(next.value.event_id)) continue
           seen.add(next.value.event_id)
-          h = yield* adminHeld(client, heldId)
+          h = yield* getHeld(client, heldId)
           yield* print(next.value, h)
-        } else h = yield* adminHeld(client, heldId)
+        } else h = yield* getHeld(client, heldId)
       }
       // The facts can run ahead of the live feed: print what the stream holds that we have not.
       for (const { event } of yield* pastEvents(client, heldId)) if (!seen.has(event.event_id)) yield* print(event, h)

@@ -12,7 +12,7 @@ const dirArg = Args.directory({ name: "plugin-dir", exists: "yes" }).pipe(Args.w
 const fail = (command: string, detail: string) => Effect.fail(new PluginToolError({ command, detail }))
 
 /** `wk keygen --out <file>`: writes a new ed25519 signing key (mode 0600). */
-export const keygenCommand = Command.make("keygen", { out: Options.file("out").pipe(Options.withDescription("key file to write")), force: Options.boolean("force") }, ({ out, force }) =>
+export const keygenCommand = Command.make("keygen", { out: Options.file("out").pipe(Options.withDescription("key file to write")), force: Options.boolean("force").pipe(Options.withDescription("replace an existing key file")) }, ({ out, force }) =>
   Effect.gen(function* () {
     if (existsSync(out) && !force) return yield* fail("keygen", `${out} exists (use --force to replace it)`)
     const key = generateKey()

@@ -37,7 +37,9 @@ export const explain = (profiles: ReadonlyArray<Profile>, principalName: string,
     preferences: prefs.preferences,
     preferences_set_by: prefs.from.map((n) => src(byName.get(n)!)),
     stages,
-    note: stages.some((s) => s.stage === "adjudicate") ? "adjudicate-stage plugins are pinned: they decide, and the spine rule is not consulted" : "no adjudicate-stage plugins: the spine rule decides"
+    note: stages.some((s) => s.stage === "adjudicate")
+      ? "the rule of every layer and every adjudicate-stage plugin take part: the most restrictive opinion wins; project and user plugins only narrow"
+      : "no adjudicate-stage plugins: the grant allows, and the rule of every layer narrows"
   }
 }
 

@@ -1,33 +1,61 @@
 import { Args, Command, Options } from "@effect/cli"
 import { Console, Effect, Option } from "effect"
 import { randomBytes } from "node:crypto"
-import { WitnessClient } from "../client/Client.js"
-import { devKeyPair } from "../client/DevKeys.js"
-import { natsOptionsFromUrl } from "../ledger/Nats.js"
 import type { JsonObject } from "../schema/Json.js"
+import { ask, CliError, connectClient } from "./Connect.js"
+import { ExitCode, exitOfReply } from "./Exit.js"
 
-const server = () => process.env["NATS_URL"] ?? `nats://127.0.0.1:${process.env["WK_NATS_PORT"] ?? 4322}`
+/** One line per outcome: what happened to the call and what to do next. */
+export const describeReply = (r: Record<string, unknown>): string => {
+  const id = String(r["held_id"] ?? "")
+  switch (r["outcome"]) {
+    case "completed":
+      return r["ok"] === false
+        ? `failed: the tool ran and reported a failure (held_id ${id}): ${String(r["error"] ?? JSON.stringify(r["result"]))}`
+        : r["admission"] === "quarantined"
+          ? `completed, result quarantined (held_id ${id}): ${JSON.stringify(r["quarantine"])}`
+          : `completed (held_id ${id}): ${JSON.stringify(r["result"])}`
+    case "held": {
+      const request = r["witness_request"] as { contract?: { rule?: unknown } } | undefined
+      return [
+        `held: waits for witnesses (held_id ${id}), expires ${String(r["expires_at"])}`,
+        `  rule: ${JSON.stringify(request?.contract?.rule ?? request?.contract ?? null)}`,
+        `  next: wk held show ${id}`
+      ].join("\n")
+    }
+    case "denied":
+      return `denied (held_id ${id}): ${((r["reasons"] as Array<{ by: string; reason: string }> | undefined) ?? []).map((x) => `${x.by}: ${x.reason}`).join("; ")}`
+    default: {
+      const error = r["error"] as { code?: string; message?: string } | undefined
+      return `refused (${String(r["status"])} ${error?.code ?? ""}): ${error?.message ?? JSON.stringify(r)}`
+    }
+  }
+}
 
-/** `wk propose <tool> <args-json>`: proposes a call as a principal (dev key unless --key is given). */
+/** `wk propose <tool> <args-json>`: proposes a call as a principal; the exit code is the outcome (docs/cli.md). */
 export const proposeCommand = Command.make(
   "propose",
   {
-    tool: Args.text({ name: "tool" }),
-    args: Args.text({ name: "args-json" }),
-    as: Options.text("as").pipe(Options.withDefault("agent:alice"), Options.withDescription("principal to propose as (signs with its dev key)")),
-    session: Options.text("session").pipe(Options.withDefault("demo")),
-    callId: Options.text("call-id").pipe(Options.optional)
+    tool: Args.text({ name: "tool" }).pipe(Args.withDescription("the tool to call, for example money_transfer")),
+    args: Args.text({ name: "args-json" }).pipe(Args.withDescription("the call's arguments as one JSON object")),
+    as: Options.text("as").pipe(Options.withDefault("agent:alice"), Options.withDescription("principal to propose as")),
+    key: Options.file("key", { exists: "yes" }).pipe(Options.optional, Options.withDescription("key file to sign with (default: the context's key, else the principal's dev key)")),
+    session: Options.text("session").pipe(Options.withDefault("demo"), Options.withDescription("session id the call belongs to (its result is delivered there)")),
+    callId: Options.text("call-id").pipe(Options.optional, Options.withDescription("call id (default: a random one; the same id and arguments again get the same answer)")),
+    json: Options.boolean("json").pipe(Options.withDescription("print the kernel's reply as JSON")),
+    supersedes: Options.integer("supersedes").pipe(Options.optional, Options.withDescription("edit a held call: the generation it replaces (with --call-id)"))
   },
-  ({ tool, args, as, session, callId }) =>
+  ({ tool, args, as, key, session, callId, json, supersedes }) =>
     Effect.gen(function* () {
-      const parsed = yield* Effect.try({ try: () => JSON.parse(args) as JsonObject, catch: () => new Error(`args-json is not JSON: ${args}`) })
-      const opts = natsOptionsFromUrl(server(), { user: "agent", pass: "agent-dev" })
-      const client = yield* Effect.acquireRelease(
-        Effect.tryPromise({ try: () => WitnessClient.connect({ ...opts, principal: as, secretKey: devKeyPair(as).secretKey }), catch: (e) => new Error(`cannot connect to ${opts.servers}: ${String(e)} (is \`npm start\` running?)`) }),
-        (c) => Effect.promise(() => c.close())
-      )
+      const parsed = yield* Effect.try({
+        try: () => JSON.parse(args) as unknown,
+        catch: () => new CliError({ message: `args-json is not JSON: ${args} (quote it: '{"amount":250}')`, exit: ExitCode.usage })
+      })
+      if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) return yield* new CliError({ message: `args-json must be a JSON object, got ${args}`, exit: ExitCode.usage })
+      const client = yield* connectClient("agent", as, Option.getOrUndefined(key))
       const id = Option.getOrElse(callId, () => `c${randomBytes(4).toString("hex")}`)
-      const reply = yield* Effect.promise(() => client.propose({ session_id: session, turn_id: "t1", call_id: id, tool, args: parsed }))
-      yield* Console.log(JSON.stringify(reply, null, 2))
+      const reply = yield* ask(`propose ${tool}`, () => client.propose({ session_id: session, turn_id: "t1", call_id: id, tool, args: parsed as JsonObject, ...Option.match(supersedes, { onNone: () => ({}), onSome: (g) => ({ supersedes: g }) }) }))
+      yield* Console.log(json ? JSON.stringify(reply, null, 2) : describeReply(reply as unknown as Record<string, unknown>))
+      process.exitCode = exitOfReply(reply as { status: number; ok?: boolean })
     }).pipe(Effect.scoped)
-).pipe(Command.withDescription("Propose a tool call (example: wk propose money_transfer '{\"from\":\"alice\",\"to\":\"bob\",\"amount\":250}')"))
+).pipe(Command.withDescription("Propose a tool call; the exit code says completed (0), held (3), denied (4), refused (5)"))

@@ -1,10 +1,12 @@
 import { Args, Command, Options } from "@effect/cli"
 import { Console, Effect, Option } from "effect"
 import { createInterface } from "node:readline/promises"
+import type { Delivery } from "../client/Client.js"
 import { ask, CliError, connectClient } from "./Connect.js"
-import { getHeld } from "./HeldCommands.js"
+import { ExitCode, exitOfReply } from "./Exit.js"
+import { readHeld, stateOf } from "./HeldCommands.js"
 
-const heldIdArg = Args.text({ name: "held_id" })
+const heldIdArg = Args.text({ name: "held_id" }).pipe(Args.withDescription("the held call, as `wk propose` or `wk held ls` prints it"))
 const principalOpt = Options.text("principal").pipe(Options.withDescription("the principal you sign as (registered in the profile)"))
 const keyOpt = Options.file("key", { exists: "yes" }).pipe(Options.optional, Options.withDescription("key file from `wk keygen` (default: the principal's dev key, development only)"))
 const json = Options.boolean("json").pipe(Options.withDescription("print the reply as JSON"))
@@ -35,7 +37,7 @@ const attestCommand = Command.make(
   ({ heldId, principal, klass, key, reject, yes, json }) =>
     Effect.gen(function* () {
       const client = yield* connectClient("witness", principal, Option.getOrUndefined(key))
-      const h = yield* getHeld(client, heldId)
+      const h = yield* readHeld(client, heldId)
       const request = h["witness_request"] as { presentation?: unknown; contract?: unknown; contract_digest?: string } | null
       if (request === null || request === undefined || h["lifecycle"] !== "open") return yield* new CliError({ message: `held call ${heldId} is ${String(h["lifecycle"])} and waits for no witness` })
       const decision = reject ? "reject" : "approve"
@@ -55,21 +57,85 @@ const attestCommand = Command.make(
         client.attest({ held_id: heldId, class: klass, decision, generation: Number(h["generation"]), call_digest: String(h["call_digest"]), contract_digest: String(h["contract_digest"]) })
       )
       yield* Console.log(json ? JSON.stringify(reply, null, 2) : `${reply.status} ${JSON.stringify(reply)}`)
-      if (reply.status >= 400) process.exitCode = 1
+      if (reply.status >= 400) process.exitCode = exitOfReply(reply)
     }).pipe(Effect.scoped)
 ).pipe(Command.withDescription("Show a held call's presentation and digests, confirm, sign an attestation bound to them, and send it"))
 
 const cancelCommand = Command.make(
   "cancel",
-  { heldId: heldIdArg, principal: principalOpt, key: keyOpt, reason: Options.text("reason").pipe(Options.withDefault("cancelled from the wk CLI")), json },
+  { heldId: heldIdArg, principal: principalOpt, key: keyOpt, reason: Options.text("reason").pipe(Options.withDefault("cancelled from the wk CLI"), Options.withDescription("why, recorded in the call's events")), json },
   ({ heldId, principal, key, reason, json }) =>
     Effect.gen(function* () {
       const client = yield* connectClient("agent", principal, Option.getOrUndefined(key))
       const reply = yield* ask(`cancel ${heldId}`, () => client.cancel(heldId, reason))
-      if (reply.status === 404) return yield* new CliError({ message: `no held call ${heldId} (list open ones with \`wk held ls\`)` })
+      if (reply.status === 404) return yield* new CliError({ message: `no held call ${heldId} (list open ones with \`wk held ls\`)`, exit: ExitCode.refused })
       yield* Console.log(json ? JSON.stringify(reply, null, 2) : reply.status === 200 ? `cancelled ${heldId}` : `${reply.status} ${reply.error?.message ?? JSON.stringify(reply)}`)
-      if (reply.status >= 400) process.exitCode = 1
+      if (reply.status >= 400) process.exitCode = exitOfReply(reply)
     }).pipe(Effect.scoped)
 ).pipe(Command.withDescription("Cancel a held call (its proposer or a policy admin); refused once the effect may have started"))
 
-export { attestCommand, cancelCommand }
+const asOpt = Options.text("as").pipe(Options.withDefault("agent:alice"), Options.withDescription("the proposing principal (it signs the acknowledgement)"))
+
+/** A completed call whose tool reported a failure delivers `{"error": ...}` as its result. */
+const toolFailed = (d: Delivery) => d.outcome === "completed" && typeof d.result === "object" && d.result !== null && "error" in d.result
+
+/** The exit code of a delivered result: completed (0, or 8 when the tool failed), denied (4), cancelled or expired (5). */
+const exitOfDelivery = (d: Delivery): number => {
+  if (d.outcome === "completed") return toolFailed(d) ? ExitCode.toolFailed : ExitCode.ok
+  return d.outcome === "denied" ? ExitCode.denied : ExitCode.refused
+}
+
+const describeDelivery = (d: Delivery) =>
+  `${d.outcome}${d.admission === "quarantined" ? " (result quarantined)" : ""} ${d.held_id}: ${JSON.stringify(d.result)}${toolFailed(d) ? "  (the tool reported a failure)" : ""}`
+
+const resultCommand = Command.make(
+  "result",
+  {
+    heldId: heldIdArg,
+    wait: Options.boolean("wait").pipe(Options.withDescription("wait until the call ends and its result is delivered")),
+    timeout: Options.integer("timeout-ms").pipe(Options.withDefault(60_000), Options.withDescription("with --wait, give up after this long (exit 3: still held)")),
+    as: asOpt,
+    key: keyOpt,
+    ack: Options.boolean("ack").pipe(Options.withDescription("also acknowledge the delivery (as `wk ack` does)")),
+    json
+  },
+  ({ heldId, wait, timeout, as, key, ack, json }) =>
+    Effect.gen(function* () {
+      const client = yield* connectClient("agent", as, Option.getOrUndefined(key))
+      const h = yield* readHeld(client, heldId)
+      if ((h["outcome"] === null || h["outcome"] === undefined) && !wait)
+        return yield* new CliError({ message: `${heldId} has no result yet: it is ${stateOf(h)} (wait for it with \`wk result ${heldId} --wait\`)`, exit: ExitCode.held })
+      const d = yield* Effect.tryPromise({
+        try: () => client.result(heldId, { sessionId: String(h["session_id"]), timeoutMs: wait ? timeout : 5_000, ack }),
+        catch: (e) => new CliError({ message: `${heldId} has no delivered result after ${wait ? timeout : 5_000} ms (${e instanceof Error ? e.message : String(e)}): see \`wk held show ${heldId}\``, exit: ExitCode.held })
+      })
+      yield* Console.log(json ? JSON.stringify(d, null, 2) : describeDelivery(d))
+      process.exitCode = exitOfDelivery(d)
+    }).pipe(Effect.scoped)
+).pipe(Command.withDescription("Print a held call's delivered result; the exit code is its outcome (docs/cli.md)"))
+
+const ackCommand = Command.make(
+  "ack",
+  {
+    heldId: heldIdArg,
+    deliveryId: Options.text("delivery-id").pipe(Options.optional, Options.withDescription("the delivery to acknowledge (default: the call's delivery, read from its session)")),
+    as: asOpt,
+    key: keyOpt,
+    json
+  },
+  ({ heldId, deliveryId, as, key, json }) =>
+    Effect.gen(function* () {
+      const client = yield* connectClient("agent", as, Option.getOrUndefined(key))
+      const id = Option.isSome(deliveryId)
+        ? deliveryId.value
+        : (yield* Effect.tryPromise({
+            try: () => client.result(heldId, { timeoutMs: 5_000, ack: false }),
+            catch: (e) => new CliError({ message: `${heldId} has no delivery to acknowledge (${e instanceof Error ? e.message : String(e)}): see \`wk held show ${heldId}\``, exit: ExitCode.held })
+          })).delivery_id
+      const reply = yield* ask(`ack ${heldId}`, () => client.ack(heldId, id))
+      yield* Console.log(json ? JSON.stringify(reply, null, 2) : reply.status === 200 ? `acknowledged ${heldId} (delivery ${id})` : `${reply.status} ${reply.error?.message ?? JSON.stringify(reply)}`)
+      process.exitCode = exitOfReply(reply)
+    }).pipe(Effect.scoped)
+).pipe(Command.withDescription("Acknowledge a held call's delivered result, so the kernel stops re-delivering it"))
+
+export { ackCommand, attestCommand, cancelCommand, resultCommand }

@@ -6,12 +6,32 @@ import type { Reason, Verdict } from "../schema/Events.js"
 import type { WitnessContract, WitnessRule } from "../schema/WitnessContract.js"
 import type { AdjudicatorVerdict, AdmitVerdict } from "./StageIO.js"
 
+/**
+ * What an opinion may do, by where it comes from:
+ * - `authority` (the default): an adjudicate-stage plugin of the floor or organization layer, or
+ *   the grant itself when those layers pin none. Only these lift the default-deny floor.
+ * - `rule`: a built-in rule of the floor or organization layer. It restricts (an ALLOW is no
+ *   opinion) and its contract stands in for the default one.
+ * - `narrowing`: a rule or plugin of a project or user layer. It restricts (an ALLOW is no
+ *   opinion) and its contract is added to the others (joined with `all`), never standing in
+ *   for the default one. So a narrowing layer can only keep or narrow an outcome.
+ */
+export type Role = "authority" | "rule" | "narrowing"
+
 /** One adjudicator's opinion. `contract` is read only with REQUIRE_WITNESS. */
 export interface Opinion {
   readonly by: string
   readonly verdict: AdjudicatorVerdict
   readonly reason?: string
   readonly contract?: WitnessContract
+  /** Default `authority`. */
+  readonly role?: Role
+}
+
+/** A witness-contract provider's offer; `narrowing`: from a project or user layer (added, never standing in). */
+export interface Offer {
+  readonly contract: WitnessContract
+  readonly narrowing?: boolean
 }
 
 /** Restrictiveness: DEFER (no opinion) < ALLOW < REQUIRE_WITNESS < DENY. */
@@ -21,15 +41,21 @@ export interface RankedReason extends Reason {
   readonly verdict: AdjudicatorVerdict
 }
 
-/** The fold state: the most restrictive verdict seen, and every reason and contract, as sorted sets. */
+/**
+ * The fold state: the most restrictive verdict seen, the most restrictive among `authority`
+ * opinions (DEFER: nothing lifts the floor), every reason, and the contracts that stand in for
+ * the default (`contracts`) and those added to it (`added`), as sorted sets.
+ */
 export interface Folded {
   readonly verdict: AdjudicatorVerdict
+  readonly authority: AdjudicatorVerdict
   readonly reasons: ReadonlyArray<RankedReason>
   readonly contracts: ReadonlyArray<WitnessContract>
+  readonly added: ReadonlyArray<WitnessContract>
 }
 
 /** The identity of `join`: nobody had an opinion. */
-export const emptyFold: Folded = { verdict: "DEFER", reasons: [], contracts: [] }
+export const emptyFold: Folded = { verdict: "DEFER", authority: "DEFER", reasons: [], contracts: [], added: [] }
 
 const key = (v: unknown): string => canonicalizeJson(v) ?? ""
 
@@ -42,17 +68,30 @@ const union = <A>(a: ReadonlyArray<A>, b: ReadonlyArray<A>): ReadonlyArray<A> =>
 
 /** The fold state of one opinion. */
 export const ofOpinion = (o: Opinion): Folded => {
+  const role = o.role ?? "authority"
+  const verdict = role !== "authority" && o.verdict === "ALLOW" ? "DEFER" : o.verdict
   const reasons: RankedReason[] = []
-  if (o.reason !== undefined && o.reason.length > 0) reasons.push({ by: o.by, reason: o.reason, verdict: o.verdict })
-  else if (o.verdict === "REQUIRE_WITNESS" || o.verdict === "DENY") reasons.push({ by: o.by, reason: `${o.verdict} (no reason given)`, verdict: o.verdict })
-  return { verdict: o.verdict, reasons, contracts: o.verdict === "REQUIRE_WITNESS" && o.contract !== undefined ? [o.contract] : [] }
+  if (o.reason !== undefined && o.reason.length > 0) reasons.push({ by: o.by, reason: o.reason, verdict })
+  else if (verdict === "REQUIRE_WITNESS" || verdict === "DENY") reasons.push({ by: o.by, reason: `${verdict} (no reason given)`, verdict })
+  const contract = verdict === "REQUIRE_WITNESS" && o.contract !== undefined ? [o.contract] : []
+  return {
+    verdict,
+    authority: role === "authority" ? verdict : "DEFER",
+    reasons,
+    contracts: role === "narrowing" ? [] : contract,
+    added: role === "narrowing" ? contract : []
+  }
 }
+
+const stricter = (a: AdjudicatorVerdict, b: AdjudicatorVerdict): AdjudicatorVerdict => (Rank[a] >= Rank[b] ? a : b)
 
 /** The join of two fold states. */
 export const join = (a: Folded, b: Folded): Folded => ({
-  verdict: Rank[a.verdict] >= Rank[b.verdict] ? a.verdict : b.verdict,
+  verdict: stricter(a.verdict, b.verdict),
+  authority: stricter(a.authority, b.authority),
   reasons: union(a.reasons, b.reasons),
-  contracts: union(a.contracts, b.contracts)
+  contracts: union(a.contracts, b.contracts),
+  added: union(a.added, b.added)
 })
 
 export const foldOpinions = (opinions: ReadonlyArray<Opinion>): Folded => opinions.map(ofOpinion).reduce(join, emptyFold)
@@ -69,13 +108,20 @@ export interface Decided {
   readonly contract?: WitnessContract
 }
 
-/** The outcome of a fold state: DEFER goes to the floor (deny); reasons are those of the winning verdict. */
-export const decide = (f: Folded, extraContracts: ReadonlyArray<WitnessContract> = []): Decided => {
-  if (f.verdict === "DEFER") return { verdict: "DENY", reasons: [FloorReason] }
-  const reasons = f.reasons.filter((r) => r.verdict === f.verdict).map(({ by, reason }) => ({ by, reason }))
+/**
+ * The outcome of a fold state. When no `authority` opinion lifted the floor, the floor denies
+ * (with the deny reasons if something denied). Reasons are those of the winning verdict. A
+ * witness contract is the join of those standing in for the default (or the default when there
+ * are none) and every one added by a narrowing layer.
+ */
+export const decide = (f: Folded, offers: ReadonlyArray<Offer> = []): Decided => {
+  const reasonsFor = (v: AdjudicatorVerdict) => f.reasons.filter((r) => r.verdict === v).map(({ by, reason }) => ({ by, reason }))
+  if (f.authority === "DEFER" || f.verdict === "DEFER") return { verdict: "DENY", reasons: f.verdict === "DENY" ? reasonsFor("DENY") : [FloorReason] }
+  const reasons = reasonsFor(f.verdict)
   if (f.verdict !== "REQUIRE_WITNESS") return { verdict: f.verdict, reasons }
-  const contracts = union(f.contracts, extraContracts)
-  return { verdict: f.verdict, reasons, contract: contracts.length === 0 ? DefaultContract : joinContracts(contracts) }
+  const named = union(f.contracts, offers.filter((o) => o.narrowing !== true).map((o) => o.contract))
+  const added = union(f.added, offers.filter((o) => o.narrowing === true).map((o) => o.contract))
+  return { verdict: f.verdict, reasons, contract: joinContracts(union(named.length === 0 ? [DefaultContract] : named, added)) }
 }
 
 /**
@@ -93,8 +139,11 @@ export const joinContracts = (contracts: ReadonlyArray<WitnessContract>): Witnes
   const denies = fallbacks.flatMap((f) => (f !== undefined && f.action === "deny" ? [f.after_ms] : []))
   const fallback = agreed ? fallbacks[0] : denies.length > 0 ? { after_ms: Math.min(...denies), action: "deny" as const } : undefined
   const summaries = [...new Set(set.flatMap((c) => (c.summary === undefined ? [] : [c.summary])))].sort()
+  // Every contract's route applies: a witness counts only if each route admits it.
+  const routes: ReadonlyArray<WitnessRule> = union(set.flatMap((c) => (c.route === undefined ? [] : [c.route])), [])
   return {
     rule: rules.length === 1 ? rules[0]! : { all: rules },
+    ...(routes.length > 0 ? { route: routes.length === 1 ? routes[0]! : { all: routes } } : {}),
     ...(veto.length > 0 ? { veto } : {}),
     ...(fallback !== undefined ? { fallback } : {}),
     ...(summaries.length > 0 ? { summary: summaries.join("; ") } : {})

@@ -1,12 +1,13 @@
 import { Clock, type Context, Effect, Either, Layer, Schema } from "effect"
-import { isGranted, type ActivePolicy } from "../policy/ActivePolicy.js"
+import { isNarrowingPin, type ActivePolicy } from "../policy/ActivePolicy.js"
+import { floorRefusal } from "../policy/KernelFloor.js"
 import { Adjudicator, type Adjudication, type AdjudicationInput } from "../policy/Adjudicator.js"
 import { Admission, type AdmissionInput, type AdmissionOutcome } from "../policy/Admission.js"
 import { callDigest, canonicalize } from "../schema/Canonical.js"
 import type { Decision, Reason, Verdict } from "../schema/Events.js"
 import type { JsonObject, JsonValue } from "../schema/Json.js"
 import type { WitnessContract } from "../schema/WitnessContract.js"
-import { DefaultContract, decide, foldAdmission, foldOpinions, type AdmitOpinion, type Opinion } from "./Fold.js"
+import { DefaultContract, decide, foldAdmission, foldOpinions, type AdmitOpinion, type Offer, type Opinion } from "./Fold.js"
 import { grantedHostHandler, PluginHostEnv, type HostValue } from "./HostEnv.js"
 import type { Stage } from "./Manifest.js"
 import { layerPluginHost, PluginHost, type Invocation, type LoadedPlugin } from "./PluginHost.js"
@@ -136,8 +137,16 @@ const proposalOf = (p: AdjudicationInput["proposal"], current: { readonly tool: 
 export const adjudicateWithPlugins = (input: AdjudicationInput): Effect.Effect<Adjudication, never, PluginHost | PluginHostEnv> =>
   Effect.flatMap(pluginServices, (plugins) => adjudicateWith(plugins, input))
 
-/** `adjudicateWithPlugins` over services already in hand (the seams: no per-call provide). */
-export const adjudicateWith = (plugins: Plugins, input: AdjudicationInput): Effect.Effect<Adjudication> =>
+/**
+ * `adjudicateWithPlugins` over services already in hand (the seams: no per-call provide).
+ * `builtIn` gives the kernel's own opinions on the call after transforms (the profile rules),
+ * folded with the plugins'.
+ */
+export const adjudicateWith = (
+  plugins: Plugins,
+  input: AdjudicationInput,
+  builtIn: (call: { readonly tool: string; readonly args: JsonObject }) => ReadonlyArray<Opinion> = () => []
+): Effect.Effect<Adjudication> =>
   Effect.gen(function* () {
     const { proposal, policy, now } = input
     const ctx = { principal: proposal.principal, now }
@@ -179,8 +188,10 @@ export const adjudicateWith = (plugins: Plugins, input: AdjudicationInput): Effe
         const next = { tool: result.value.tool, args: result.value.args }
         if (seen.has(callDigest(next.tool, next.args))) return yield* finish("DENY", [{ by, reason: `transform loop: ${next.tool} was already proposed in this chain` }])
         if (++depth > MaxTransformDepth) return yield* finish("DENY", [{ by, reason: `transform depth over the bound of ${MaxTransformDepth}` }])
-        // A transform never inherits authority: the replacement must pass the grant floor itself.
-        if (!isGranted(policy, proposal.principal, next.tool)) return yield* finish("DENY", [{ by, reason: `transform to ${next.tool}, which ${proposal.principal} is not granted` }])
+        // A transform never inherits authority: the replacement passes the kernel floor itself
+        // (grants, and no kernel tool), then every transform and adjudicator from the start.
+        const refused = floorRefusal(policy, proposal.principal, next.tool)
+        if (refused !== undefined) return yield* finish("DENY", [{ by, reason: `transform to ${next.tool} refused: ${refused}` }])
         seen.add(callDigest(next.tool, next.args))
         current = next
         continue restart
@@ -188,24 +199,26 @@ export const adjudicateWith = (plugins: Plugins, input: AdjudicationInput): Effe
       break
     }
 
-    const opinions: Opinion[] = []
+    const opinions: Opinion[] = [...builtIn(current)]
+    for (const o of opinions) decisions.push({ by: o.by, output: o.verdict })
     for (const pin of pinsFor(policy, "adjudicate")) {
+      const role = isNarrowingPin(policy, pin) ? ("narrowing" as const) : ("authority" as const)
       const stageInput = { stage: "adjudicate", proposal: proposalOf(proposal, current), config: resolvePin(pin).config, now }
       const { result, inv } = yield* callStage(plugins, pin, "adjudicate", AdjudicateOutput, stageInput, ctx)
       if (result.ok) {
         decisions.push(pluginDecision(pin, "adjudicate", inv, { result: result.value }))
-        opinions.push({ by: pluginBy(pin), ...result.value })
+        opinions.push({ by: pluginBy(pin), ...result.value, role })
       } else {
         const fallback = resolvePin(pin).fallback
         decisions.push(pluginDecision(pin, "adjudicate", inv, { fault: result.fault, message: result.message, fallback }))
-        opinions.push({ by: pluginBy(pin), verdict: fallback, reason: faultReason(pin, result, fallback).reason })
+        opinions.push({ by: pluginBy(pin), verdict: fallback, reason: faultReason(pin, result, fallback).reason, role })
       }
     }
     const folded = foldOpinions(opinions)
     const first = decide(folded)
     if (first.verdict !== "REQUIRE_WITNESS") return yield* finish(first.verdict, first.reasons)
 
-    const offered: WitnessContract[] = []
+    const offered: Offer[] = []
     for (const pin of pinsFor(policy, "witness_contract")) {
       const stageInput = {
         stage: "witness_contract",
@@ -223,7 +236,7 @@ export const adjudicateWith = (plugins: Plugins, input: AdjudicationInput): Effe
         continue
       }
       decisions.push(pluginDecision(pin, "witness_contract", inv, { result: result.value }))
-      if (result.value.contract !== null) offered.push(result.value.contract)
+      if (result.value.contract !== null) offered.push({ contract: result.value.contract, narrowing: isNarrowingPin(policy, pin) })
       if (result.value.presentation !== undefined) presentation = morePrivate(presentation, result.value.presentation)
     }
     const final = decide(folded, offered)

@@ -1,5 +1,6 @@
+import type { PluginPin } from "../plugins/PluginPin.js"
 import type { PrincipalEntry, Profile, ToolRule } from "../schema/Profile.js"
-import { jcsDigest } from "../schema/Canonical.js"
+import { canonicalize, jcsDigest } from "../schema/Canonical.js"
 
 /** The policy in force: merged profiles, the epoch they were applied at, and lookups over them. */
 export interface ActivePolicy {
@@ -22,7 +23,6 @@ export const DefaultHeldTtlMs = 60 * 60 * 1000
 export const activePolicy = (epoch: number, profiles: ReadonlyArray<Profile>): ActivePolicy => {
   const principals = new Map<string, PrincipalEntry>()
   const grants = new Map<string, Set<string>>()
-  const rules = new Map<string, ToolRule>()
   const admins = new Set<string>()
   let heldTtlMs = DefaultHeldTtlMs
   for (const p of profiles) {
@@ -35,12 +35,58 @@ export const activePolicy = (epoch: number, profiles: ReadonlyArray<Profile>): A
       for (const t of tools) set.add(t)
       grants.set(name, set)
     }
-    for (const [tool, rule] of Object.entries(p.rules ?? {})) rules.set(tool, stricter(rules.get(tool), rule))
     for (const a of p.admins ?? []) admins.add(a)
     if (p.held_ttl_ms !== undefined) heldTtlMs = Math.min(heldTtlMs, p.held_ttl_ms)
   }
-  return { epoch, digest: jcsDigest(profiles), profiles, principals, grants, rules, heldTtlMs, admins }
+  return { epoch, digest: jcsDigest(profiles), profiles, principals, grants, rules: mergeRules(profiles), heldTtlMs, admins }
 }
+
+/** Each tool's rule across `profiles`, merged: the stricter threshold wins, contracts are joined with `all`. */
+export const mergeRules = (profiles: ReadonlyArray<Profile>): ReadonlyMap<string, ToolRule> => {
+  const rules = new Map<string, ToolRule>()
+  for (const p of profiles) for (const [tool, rule] of Object.entries(p.rules ?? {})) rules.set(tool, stricter(rules.get(tool), rule))
+  return rules
+}
+
+/**
+ * Whether a profile belongs to a narrow-only layer (`project`, `user`). Floor and organization
+ * profiles (and profiles with no `layer`) set authority; the others can only narrow it.
+ */
+export const isNarrowingProfile = (p: Profile): boolean => p.layer === "project" || p.layer === "user"
+
+/** The policy split by what its parts may do (see runtime/plugins/Fold.ts, `Role`). */
+export interface Tiers {
+  /** Rules of the floor and organization layers, merged. */
+  readonly authorityRules: ReadonlyMap<string, ToolRule>
+  /** Rules of the project and user layers, merged. */
+  readonly narrowingRules: ReadonlyMap<string, ToolRule>
+  /** Canonical forms of the pins a floor or organization profile holds. */
+  readonly authorityPins: ReadonlySet<string>
+  /** Whether a floor or organization profile pins an adjudicate-stage plugin (else the grant allows). */
+  readonly authorityAdjudicates: boolean
+}
+
+// An ActivePolicy is immutable: its tiers are computed once.
+const tierCache = new WeakMap<ActivePolicy, Tiers>()
+
+/** The policy's tiers (cached per policy). */
+export const tiersOf = (policy: ActivePolicy): Tiers => {
+  const hit = tierCache.get(policy)
+  if (hit !== undefined) return hit
+  const authority = policy.profiles.filter((p) => !isNarrowingProfile(p))
+  const pins: ReadonlyArray<PluginPin> = authority.flatMap((p) => p.plugins ?? [])
+  const tiers: Tiers = {
+    authorityRules: mergeRules(authority),
+    narrowingRules: mergeRules(policy.profiles.filter(isNarrowingProfile)),
+    authorityPins: new Set(pins.map(canonicalize)),
+    authorityAdjudicates: pins.some((pin) => pin.stages.includes("adjudicate"))
+  }
+  tierCache.set(policy, tiers)
+  return tiers
+}
+
+/** Whether only project or user profiles pin this plugin: its ALLOW is no opinion, its contract is added. */
+export const isNarrowingPin = (policy: ActivePolicy, pin: PluginPin): boolean => !tiersOf(policy).authorityPins.has(canonicalize(pin))
 
 const minDefined = (a: number | undefined, b: number | undefined): number | undefined =>
   a === undefined ? b : b === undefined ? a : Math.min(a, b)

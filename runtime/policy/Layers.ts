@@ -1,7 +1,10 @@
 import type { Preferences } from "../schema/Preferences.js"
 import type { Profile, ToolRule } from "../schema/Profile.js"
 import type { WitnessContract, WitnessRule } from "../schema/WitnessContract.js"
-import { activePolicy, type ActivePolicy } from "./ActivePolicy.js"
+import { pinLabel, resolvePin, type PluginPin } from "../plugins/PluginPin.js"
+import { canonicalize } from "../schema/Canonical.js"
+import { activePolicy, isNarrowingProfile, tiersOf, type ActivePolicy } from "./ActivePolicy.js"
+import { DefaultContract } from "./RuleAdjudicator.js"
 import { layerPreferences } from "./Preferences.js"
 
 /**
@@ -13,7 +16,8 @@ import { layerPreferences } from "./Preferences.js"
  * (preferences, stricter rules) what floor, organization and project set. Neither may add a
  * grant the layers below do not already give that principal, register principals, keys or
  * classes, add admins, or loosen a threshold, a rule or a preference. Adding plugin pins is
- * allowed at every layer: a plugin can only keep or narrow an outcome.
+ * allowed at every layer: a project or user pin can only keep or narrow an outcome (its ALLOW
+ * is no opinion and its contract is added; runtime/plugins/Fold.ts).
  *
  * `widens(before, after)` compares two whole profile sets (what `policy.apply` would change);
  * a non-empty answer means the change needs a witnessed policy change.
@@ -60,8 +64,16 @@ const contractWidenings = (field: string, before: WitnessContract | undefined, a
 
 const looserThreshold = (b: number | undefined, a: number | undefined): boolean => b !== undefined && (a === undefined || a > b)
 
-/** How `after` loosens `before` for one tool's rule (undefined after: the rule is removed). */
-export const ruleWidenings = (tool: string, before: ToolRule | undefined, after: ToolRule | undefined): ReadonlyArray<Widening> => {
+/**
+ * How `after` loosens `before` for one tool's rule (undefined after: the rule is removed).
+ * `contracts` are the witness contracts the rules ask for before and after (`ruleContract`).
+ */
+export const ruleWidenings = (
+  tool: string,
+  before: ToolRule | undefined,
+  after: ToolRule | undefined,
+  contracts: { readonly before: WitnessContract | undefined; readonly after: WitnessContract | undefined } = { before: before?.contract, after: after?.contract }
+): ReadonlyArray<Widening> => {
   if (before === undefined) return []
   const f = `rules.${tool}`
   if (after === undefined) return [{ field: f, message: `the rule for '${tool}' is removed` }]
@@ -73,8 +85,22 @@ export const ruleWidenings = (tool: string, before: ToolRule | undefined, after:
   if (looserThreshold(before.deny_above, after.deny_above))
     out.push({ field: `${f}.deny_above`, message: `deny_above ${after.deny_above ?? "removed"} is looser than ${before.deny_above}` })
   if (before.always_witness === true && after.always_witness !== true) out.push({ field: `${f}.always_witness`, message: "always_witness is dropped" })
-  out.push(...contractWidenings(`${f}.contract`, before.contract, after.contract))
+  out.push(...contractWidenings(`${f}.contract`, contracts.before, contracts.after))
   return out
+}
+
+/**
+ * The witness contract the rules for `tool` ask for: the floor and organization rule's contract
+ * (the default one when it names none) joined with the project and user rule's (added to it).
+ */
+const ruleContract = (policy: ActivePolicy, tool: string): WitnessContract | undefined => {
+  const tiers = tiersOf(policy)
+  const own = tiers.authorityRules.get(tool)
+  const narrowing = tiers.narrowingRules.get(tool)
+  if (own === undefined && narrowing === undefined) return undefined
+  const parts = [own?.contract ?? DefaultContract, ...(narrowing?.contract !== undefined ? [narrowing.contract] : [])]
+  const veto = [...new Set(parts.flatMap((c) => c.veto ?? []))]
+  return { rule: { all: parts.map((c) => c.rule) }, ...(veto.length > 0 ? { veto } : {}), ...(own?.contract?.fallback !== undefined ? { fallback: own.contract.fallback } : {}) }
 }
 
 const DisclosureOrder = ["exact", "redacted"]
@@ -108,7 +134,56 @@ export const preferenceWidenings = (field: string, before: Preferences, after: P
 const depthOf = (profiles: ReadonlyArray<Profile>): number | undefined =>
   profiles.reduce<number | undefined>((m, p) => (p.max_dependency_depth === undefined ? m : m === undefined ? p.max_dependency_depth : Math.min(m, p.max_dependency_depth)), undefined)
 
-const pinKey = (p: { name: string; version: string; sha256: string }) => `${p.name}@${p.version}#${p.sha256}`
+// The pins of one tier (floor and organization, or project and user) by canonical form.
+const pinsOf = (profiles: ReadonlyArray<Profile>, narrowing: boolean): ReadonlyMap<string, PluginPin> =>
+  new Map(profiles.filter((p) => isNarrowingProfile(p) === narrowing).flatMap((p) => (p.plugins ?? []).map((pin) => [canonicalize(pin), pin] as const)))
+
+// What differs between two pins of one plugin, named the way the pin schema names it.
+const pinDiff = (b: PluginPin, a: PluginPin): ReadonlyArray<string> => {
+  const rb = resolvePin(b) as unknown as Record<string, unknown>
+  const ra = resolvePin(a) as unknown as Record<string, unknown>
+  const identity = ["name", "version", "sha256", "signer"].some((k) => rb[k] !== ra[k]) ? ["identity (version, sha256 or signer)"] : []
+  return [...identity, ...Object.keys(rb).filter((k) => !["name", "version", "sha256", "signer"].includes(k) && stable(rb[k]) !== stable(ra[k]))]
+}
+
+/**
+ * How the plugin pins of `after` may loosen those of `before`. Any pin that changes (identity,
+ * config, stages, capabilities, egress, limits, fallback, precedence) or goes away is a
+ * widening: a pin's outcome cannot be compared without running it on every call. A new pin at a
+ * project or user layer only narrows (runtime/plugins/Fold.ts, role `narrowing`). A new floor
+ * or organization pin widens when it can lift the floor (adjudicate, while another such plugin
+ * already adjudicates: before it, the grant alone allowed), change the call (transform) or name
+ * a contract that stands in for the default (witness_contract); admission and observer pins only narrow.
+ */
+const pinWidenings = (before: ReadonlyArray<Profile>, after: ReadonlyArray<Profile>): ReadonlyArray<Widening> => {
+  const out: Array<Widening> = []
+  for (const narrowing of [false, true]) {
+    const b = pinsOf(before, narrowing)
+    const a = pinsOf(after, narrowing)
+    const where = narrowing ? "a project or user layer" : "the floor or organization layer"
+    const gone = [...b].filter(([k]) => !a.has(k)).map(([, pin]) => pin)
+    const added = [...a].filter(([k]) => !b.has(k)).map(([, pin]) => pin)
+    const changed = new Set<string>()
+    for (const pin of gone) {
+      const next = added.find((x) => x.name === pin.name)
+      if (next === undefined) out.push({ field: `plugins.${pin.name}`, message: `plugin ${pinLabel(pin)} is unpinned from ${where}` })
+      else {
+        changed.add(pin.name)
+        out.push({ field: `plugins.${pin.name}`, message: `plugin ${pinLabel(pin)} at ${where} changes its ${pinDiff(pin, next).join(", ")}` })
+      }
+    }
+    if (narrowing) continue
+    const adjudicatedBefore = [...b.values()].some((pin) => pin.stages.includes("adjudicate"))
+    for (const pin of added) {
+      if (changed.has(pin.name)) continue
+      const field = `plugins.${pin.name}`
+      if (pin.stages.includes("adjudicate") && adjudicatedBefore) out.push({ field, message: `plugin ${pinLabel(pin)} is pinned at ${where} to adjudicate: it can allow a call every other adjudicator defers on` })
+      if (pin.stages.includes("transform")) out.push({ field, message: `plugin ${pinLabel(pin)} is pinned at ${where} to transform: it changes the call that runs` })
+      if (pin.stages.includes("witness_contract")) out.push({ field, message: `plugin ${pinLabel(pin)} is pinned at ${where} to provide witness contracts: its contract can stand in for the default one` })
+    }
+  }
+  return out
+}
 
 /** Every way the merged policy of `after` is looser than that of `before`. Empty: `after` only narrows. */
 export const widens = (before: ReadonlyArray<Profile>, after: ReadonlyArray<Profile>): ReadonlyArray<Widening> => {
@@ -129,13 +204,12 @@ export const widens = (before: ReadonlyArray<Profile>, after: ReadonlyArray<Prof
     for (const c of entry.classes) if (!had.classes.includes(c)) out.push({ field: `principals.${name}.classes`, message: `class '${c}' is added` })
   }
   for (const admin of a.admins) if (!b.admins.has(admin)) out.push({ field: "admins", message: `admin '${admin}' is added` })
-  for (const [tool, rule] of [...b.rules].sort(([x], [y]) => (x < y ? -1 : 1))) out.push(...ruleWidenings(tool, rule, a.rules.get(tool)))
+  for (const [tool, rule] of [...b.rules].sort(([x], [y]) => (x < y ? -1 : 1))) out.push(...ruleWidenings(tool, rule, a.rules.get(tool), { before: ruleContract(b, tool), after: ruleContract(a, tool) }))
   if (a.heldTtlMs > b.heldTtlMs) out.push({ field: "held_ttl_ms", message: `held_ttl_ms ${a.heldTtlMs} is longer than ${b.heldTtlMs}` })
   const bd = depthOf(before)
   const ad = depthOf(after)
   if (looserThreshold(bd, ad)) out.push({ field: "max_dependency_depth", message: `max_dependency_depth ${ad ?? "removed"} is deeper than ${bd}` })
-  const pinned = new Set(after.flatMap((p) => (p.plugins ?? []).map(pinKey)))
-  for (const pin of new Set(before.flatMap((p) => (p.plugins ?? []).map(pinKey)))) if (!pinned.has(pin)) out.push({ field: "plugins", message: `plugin ${pin.split("#")[0]} is unpinned` })
+  out.push(...pinWidenings(before, after))
   const keys = new Set(before.flatMap((p) => Object.keys(p.preferences ?? {})))
   for (const key of [...keys].sort()) out.push(...preferenceWidenings(`preferences.${key}`, prefsFor(b, key), prefsFor(a, key)))
   return out

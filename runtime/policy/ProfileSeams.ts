@@ -1,15 +1,15 @@
 import { Effect, Layer } from "effect"
 import { Adjudicator } from "./Adjudicator.js"
 import { Admission } from "./Admission.js"
-import { adjudicateByRule } from "./RuleAdjudicator.js"
+import { adjudicateByRule, builtInOpinions } from "./RuleAdjudicator.js"
 import { adjudicateWith, admitWith, pinsFor, pluginServices } from "../plugins/Pipeline.js"
 
 const ProposalStages = ["transform", "adjudicate", "witness_contract"] as const
 
 /**
- * The kernel's policy seams. A policy that pins proposal-stage plugins is decided by the plugin
- * pipeline (the kernel keeps only the capability floor); a profile without plugins keeps its
- * built-in `rules` (amount thresholds), so small deployments and tests need no wasm.
+ * The kernel's policy seams. Every layer's built-in `rules` always take part: a policy that pins
+ * proposal-stage plugins folds them with the plugins' opinions (runtime/plugins/Pipeline.ts), and
+ * one that pins none is decided by them alone, so small deployments and tests need no wasm.
  */
 export const layerProfileSeams = Layer.effect(
   Adjudicator,
@@ -18,7 +18,7 @@ export const layerProfileSeams = Layer.effect(
     return Adjudicator.of({
       adjudicate: (input) =>
         ProposalStages.some((s) => pinsFor(input.policy, s).length > 0)
-          ? adjudicateWith(plugins, input)
+          ? adjudicateWith(plugins, input, (call) => builtInOpinions(input.policy, call))
           : Effect.succeed(adjudicateByRule(input))
     })
   })
