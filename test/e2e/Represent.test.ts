@@ -18,10 +18,10 @@ const rule = { amount_field: "amount", witness_above: 1000, contract: twoHumans 
 const withAlias = (target: string): Profile =>
   testProfile({
     rules: {},
-    grants: { "agent:alice": ["pay", "money_transfer", "wire_transfer"] },
+    grants: { "agent:alice": ["pay", "money_transfer", "transfer_plain"] },
     plugins: [
       pinOf("tool-alias", { stages: ["transform"], config: { aliases: { pay: target } } }),
-      pinOf("spend-limit", { stages: ["adjudicate"], config: { rules: { money_transfer: rule, wire_transfer: rule } } })
+      pinOf("spend-limit", { stages: ["adjudicate"], config: { rules: { money_transfer: rule, transfer_plain: rule } } })
     ]
   })
 
@@ -45,10 +45,10 @@ const approve = (w: WitnessClient, h: Record<string, unknown>) =>
 beforeAll(async () => {
   nats = await startTestNats()
   kernel = await startKernel(nats.servers, [withAlias("money_transfer")])
-  const [agentConn, witnessConn, toolConn, kConn] = await Promise.all((["agent", "witness", "tool", "kernel"] as const).map((r) => connectAs(nats.servers, r)))
+  const [agentConn, witnessConn, toolConn, kConn] = await Promise.all((["agent", "witness", "echo", "kernel"] as const).map((r) => connectAs(nats.servers, r)))
   conns.push(agentConn!, witnessConn!, toolConn!, kConn!)
   kernelConn = kConn!
-  tools = new EchoTool(["money_transfer", "wire_transfer"]).serve(toolConn!)
+  tools = new EchoTool(["transfer_plain"]).serve(toolConn!)
   alice = clientFor(agentConn!, "agent:alice")
   carol = clientFor(witnessConn!, "user:carol")
   dave = clientFor(witnessConn!, "user:dave")
@@ -72,7 +72,7 @@ describe("a changed canonical call is presented again", () => {
     expect(await approve(carol, before)).toMatchObject({ disposition: "accepted" })
 
     // The organization re-points the alias: same contract, another canonical call.
-    const applied = await applyPolicyWitnessed(root, ops, withAlias("wire_transfer"))
+    const applied = await applyPolicyWitnessed(root, ops, withAlias("transfer_plain"))
     expect(applied).toMatchObject({ status: 200 })
     // Wait until the held call was decided again under the new policy.
     const now = await eventually(async () => {
@@ -81,8 +81,8 @@ describe("a changed canonical call is presented again", () => {
     })
     const request = now["witness_request"] as Held["witness_request"]
     // What witnesses see is the call that would run, under the new generation.
-    expect(now).toMatchObject({ generation: 2, tool: "wire_transfer" })
-    expect(request.presentation).toMatchObject({ tool: "wire_transfer", generation: 2, call_digest: now.call_digest })
+    expect(now).toMatchObject({ generation: 2, tool: "transfer_plain" })
+    expect(request.presentation).toMatchObject({ tool: "transfer_plain", generation: 2, call_digest: now.call_digest })
     expect(request.presentation_digest).toBe(jcsDigest(request.presentation))
     expect(now.contract_digest).toBe(before.contract_digest)
     const events = await eventsOf(kernelConn, h.held_id)
@@ -95,7 +95,7 @@ describe("a changed canonical call is presented again", () => {
     expect((await alice.get(h.held_id)).held).toMatchObject({ lifecycle: "open", readiness: "unsatisfied" })
     expect(await approve(erin, now)).toMatchObject({ disposition: "accepted" })
     await eventually(async () => (await alice.get(h.held_id)).held?.["lifecycle"] === "completed")
-    expect([...tools.applied.values()]).toEqual([{ tool: "wire_transfer", args: { from: "rep-a", to: "shop", amount: 5_000 } }])
+    expect([...tools.applied.values()]).toEqual([{ tool: "transfer_plain", args: { from: "rep-a", to: "shop", amount: 5_000 } }])
   })
 
   it("the agent's edit may name the generation it saw before the re-presentation", async () => {

@@ -31,7 +31,7 @@ const approve = (w: WitnessClient, h: Held, klass: string) =>
 beforeAll(async () => {
   nats = await startTestNats()
   kernel = await startKernel(nats.servers, [testProfile(), bobLayer])
-  const [agentConn, witnessConn, toolConn] = await Promise.all((["agent", "witness", "tool"] as const).map((r) => connectAs(nats.servers, r)))
+  const [agentConn, witnessConn, toolConn] = await Promise.all((["agent", "witness", "bank"] as const).map((r) => connectAs(nats.servers, r)))
   conns.push(agentConn!, witnessConn!, toolConn!)
   bank = new DemoBank().serve(toolConn!)
   bob = clientFor(agentConn!, "agent:bob")

@@ -5,7 +5,7 @@ import { startKernel } from "../support/InProcessKernel.js"
 import { clientFor, connectAs } from "../support/Principals.js"
 import { startTestNats } from "../support/TestNats.js"
 import { eventually } from "../support/Stream.js"
-import { gatewayProfile, getAs, getJson, LeakedToken, post, readAuth, readStream, signedAs, startGatewayHarness, transfer, type GatewayHarness } from "./GatewayHarness.js"
+import { fresh, gatewayProfile, getAs, getJson, LeakedToken, post, readAuth, readStream, signedAs, startGatewayHarness, transfer, type GatewayHarness } from "./GatewayHarness.js"
 
 // The gateway's reads against an attacker: who may read what, through which view. Each test uses
 // only what the attacker has: no key, another principal's key, a captured header, the witness's
@@ -19,8 +19,6 @@ afterAll(async () => {
 })
 
 let n = 0
-/** A fresh envelope's nonce and expiry (every propose carries them). */
-const fresh = () => ({ nonce: randomBytes(12).toString("hex"), expires_at: new Date(Date.now() + 300_000).toISOString() })
 const vault = (tool: "vault_read" | "vault_fail") =>
   signedAs("agent:alice", { op: "propose", session_id: "s-leak", turn_id: "t1", call_id: `leak${Date.now()}-${++n}`, tool, args: { path: "db/creds" }, ...fresh() })
 

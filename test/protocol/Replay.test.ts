@@ -30,7 +30,7 @@ const signed = (callId: string, amount: number, extra: Record<string, unknown> =
 beforeAll(async () => {
   nats = await startTestNats()
   kernel = await startKernel(nats.servers, [testProfile()])
-  const [agentConn, toolConn, kConn] = await Promise.all((["agent", "tool", "kernel"] as const).map((r) => connectAs(nats.servers, r)))
+  const [agentConn, toolConn, kConn] = await Promise.all((["agent", "bank", "kernel"] as const).map((r) => connectAs(nats.servers, r)))
   conns.push(agentConn!, toolConn!, kConn!)
   bank = new DemoBank().serve(toolConn!)
   alice = clientFor(agentConn!, "agent:alice")
