@@ -24,7 +24,9 @@ const decodePolicy = Schema.decodeUnknownEither(Schema.parseJson(PolicyApplied))
 /**
  * `wk audit export` as a library: one held call's events exactly as stored, the registry of
  * every recorded policy epoch (public keys and classes only), the public keys of its signers,
- * and its deliveries: everything `verifyExport` needs, nothing secret.
+ * and its deliveries: everything `verifyExport` needs, nothing secret. This is the auditor's
+ * view (runtime/heldcall/Views.ts): the only one that holds quarantined bytes (the tool's raw
+ * result or error in `effect.recorded`), so it is served to the auditor role alone.
  */
 export const exportHeld = (options: ExportOptions): Effect.Effect<ExportDocument, AuditError, Nats> =>
   Effect.gen(function* () {

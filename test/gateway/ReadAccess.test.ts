@@ -138,9 +138,10 @@ describe("disclosure governs every witness-facing view", () => {
 
 describe("held ids", () => {
   it("the same call gets another id under another kernel's secret, and the same id when proposed again", async () => {
-    const propose = signedAs("agent:alice", { op: "propose", session_id: "s-ids", turn_id: "t1", call_id: "same-call", tool: "money_transfer", args: { from: "alice", to: "bob", amount: 5000 }, ...fresh() })
-    const first = (await post(`${h.url}/tool-calls`, propose)).body
-    const again = (await post(`${h.url}/tool-calls`, propose)).body
+    // Each envelope is fresh (its own nonce); the call's names are the same.
+    const propose = () => signedAs("agent:alice", { op: "propose", session_id: "s-ids", turn_id: "t1", call_id: "same-call", tool: "money_transfer", args: { from: "alice", to: "bob", amount: 5000 }, ...fresh() })
+    const first = (await post(`${h.url}/tool-calls`, propose())).body
+    const again = (await post(`${h.url}/tool-calls`, propose())).body
     expect(first.held_id).toMatch(/^h_[0-9a-f]{32}$/)
     expect(again.held_id).toBe(first.held_id)
     // A second deployment (its own nats-server, so its own secret) derives another id.
@@ -148,7 +149,7 @@ describe("held ids", () => {
     const kernel = await startKernel(nats.servers, [gatewayProfile()])
     const agent = await connectAs(nats.servers, "agent")
     try {
-      const elsewhere = await WitnessClient.over(agent, { principal: "agent:alice", secretKey: new Uint8Array(64) }).request<{ held_id: string }>("wk.v1.calls.propose", propose)
+      const elsewhere = await WitnessClient.over(agent, { principal: "agent:alice", secretKey: new Uint8Array(64) }).request<{ held_id: string }>("wk.v1.calls.propose", propose())
       expect(elsewhere.held_id).toMatch(/^h_[0-9a-f]{32}$/)
       expect(elsewhere.held_id).not.toBe(first.held_id)
     } finally {
