@@ -42,9 +42,10 @@ export const proposeCommand = Command.make(
     key: Options.file("key", { exists: "yes" }).pipe(Options.optional, Options.withDescription("key file to sign with (default: the context's key, else the principal's dev key)")),
     session: Options.text("session").pipe(Options.withDefault("demo"), Options.withDescription("session id the call belongs to (its result is delivered there)")),
     callId: Options.text("call-id").pipe(Options.optional, Options.withDescription("call id (default: a random one; the same id and arguments again get the same answer)")),
-    json: Options.boolean("json").pipe(Options.withDescription("print the kernel's reply as JSON"))
+    json: Options.boolean("json").pipe(Options.withDescription("print the kernel's reply as JSON")),
+    supersedes: Options.integer("supersedes").pipe(Options.optional, Options.withDescription("edit a held call: the generation it replaces (with --call-id)"))
   },
-  ({ tool, args, as, key, session, callId, json }) =>
+  ({ tool, args, as, key, session, callId, json, supersedes }) =>
     Effect.gen(function* () {
       const parsed = yield* Effect.try({
         try: () => JSON.parse(args) as unknown,
@@ -53,7 +54,7 @@ export const proposeCommand = Command.make(
       if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) return yield* new CliError({ message: `args-json must be a JSON object, got ${args}`, exit: ExitCode.usage })
       const client = yield* connectClient("agent", as, Option.getOrUndefined(key))
       const id = Option.getOrElse(callId, () => `c${randomBytes(4).toString("hex")}`)
-      const reply = yield* ask(`propose ${tool}`, () => client.propose({ session_id: session, turn_id: "t1", call_id: id, tool, args: parsed as JsonObject }))
+      const reply = yield* ask(`propose ${tool}`, () => client.propose({ session_id: session, turn_id: "t1", call_id: id, tool, args: parsed as JsonObject, ...Option.match(supersedes, { onNone: () => ({}), onSome: (g) => ({ supersedes: g }) }) }))
       yield* Console.log(json ? JSON.stringify(reply, null, 2) : describeReply(reply as unknown as Record<string, unknown>))
       process.exitCode = exitOfReply(reply as { status: number; ok?: boolean })
     }).pipe(Effect.scoped)

@@ -61,6 +61,13 @@ export interface ProposeInput {
   readonly preferences?: JsonObject
   /** Proposes the call as a dependency of this open held call (nested hold). */
   readonly parent_held_id?: string
+  /**
+   * An edit: the generation it replaces. Default: the generation of this client's last held
+   * reply for the same call (set it when editing a call this client did not propose).
+   */
+  readonly supersedes?: number
+  /** How long the signed envelope stays valid (default 5 minutes, at most 15). */
+  readonly ttlMs?: number
 }
 
 export interface AttestInput {
@@ -149,10 +156,32 @@ export class WitnessClient {
     return JSON.parse(dec.decode(m.data)) as T
   }
 
-  propose(input: ProposeInput): Promise<ProposeReply> {
+  /** The generation of the last held reply per call this client proposed: what an edit supersedes. */
+  private readonly generations = new Map<string, number>()
+
+  /**
+   * Signs and sends a proposal with a fresh nonce and a short expiry, so the envelope cannot be
+   * replayed later; a changed call for the same ids is an edit of the generation last seen.
+   */
+  async propose(input: ProposeInput): Promise<ProposeReply> {
     // With cancel_on_disconnect the kernel probes the session; be present before it can look.
     if (input.preferences?.["cancel_on_disconnect"] === true) this.stayPresent(input.session_id)
-    return this.request(Subjects.propose, this.sign({ op: "propose", ...input }))
+    const { ttlMs, supersedes, ...call } = input
+    const key = JSON.stringify([input.session_id, input.turn_id, input.call_id])
+    const edits = supersedes ?? this.generations.get(key)
+    const reply = await this.request<ProposeReply>(
+      Subjects.propose,
+      this.sign({
+        op: "propose",
+        ...call,
+        ...(edits !== undefined ? { supersedes: edits } : {}),
+        nonce: randomBytes(12).toString("hex"),
+        expires_at: new Date(Date.now() + (ttlMs ?? 5 * 60_000)).toISOString()
+      })
+    )
+    if (reply.status === 202 && "generation" in reply) this.generations.set(key, reply.generation)
+    else if (reply.status !== 409) this.generations.delete(key)
+    return reply
   }
 
   private readonly present = new Set<string>()

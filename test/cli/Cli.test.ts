@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { execFile, spawn } from "node:child_process"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { promisify } from "node:util"
 import type { NatsConnection } from "@nats-io/transport-node"
 import { DemoBank } from "../../runtime/executor/DemoBank.js"
@@ -8,8 +11,12 @@ import { startTestNats, type TestNats } from "../support/TestNats.js"
 import { clientFor, connectAs, testProfile } from "../support/Principals.js"
 import { startKernel, type InProcessKernel } from "../support/InProcessKernel.js"
 import { eventually } from "../support/Stream.js"
+import { devPublicKey } from "../../runtime/client/DevKeys.js"
+import { ExitCode } from "../../runtime/cli/Exit.js"
+import { repoRoot } from "../../runtime/cli/Paths.js"
 
-// The wk CLI as a child process against a real nats-server and an in-process kernel.
+// The wk bin as a child process, started from a folder outside the repository (it must not
+// depend on the current directory), against a real nats-server and an in-process kernel.
 let nats: TestNats
 let kernel: InProcessKernel
 let bank: DemoBank
@@ -18,17 +25,26 @@ let toolConn: NatsConnection
 let alice: WitnessClient
 
 const run = promisify(execFile)
-const env = () => ({ ...process.env, NATS_URL: nats.servers.includes("://") ? nats.servers : `nats://${nats.servers}` })
-const wkArgs = (args: ReadonlyArray<string>) => ["tsx", "--disable-warning=ExperimentalWarning", "runtime/cli/main.ts", ...args]
-const wk = async (...args: Array<string>) => {
+const elsewhere = mkdtempSync(join(tmpdir(), "wk-cwd-"))
+const configDir = mkdtempSync(join(tmpdir(), "wk-config-"))
+const url = () => `nats://${nats.servers}`
+const env = (extra: Record<string, string> = {}) => {
+  const e: Record<string, string | undefined> = { ...process.env, NATS_URL: url(), WK_CONFIG_DIR: configDir, ...extra }
+  delete e["WK_CONTEXT"]
+  return e
+}
+const bin = join(repoRoot, "runtime", "cli", "wk.mjs")
+const wkArgs = (args: ReadonlyArray<string>) => [bin, ...args]
+const wkWith = async (extra: Record<string, string>, ...args: Array<string>) => {
   try {
-    const r = await run("npx", wkArgs(args), { env: env(), timeout: 60_000 })
+    const r = await run(process.execPath, wkArgs(args), { cwd: elsewhere, env: env(extra), timeout: 60_000 })
     return { code: 0, stdout: r.stdout, stderr: r.stderr }
   } catch (e) {
     const x = e as { code: number; stdout: string; stderr: string }
     return { code: x.code, stdout: x.stdout, stderr: x.stderr }
   }
 }
+const wk = (...args: Array<string>) => wkWith({}, ...args)
 
 let n = 0
 const held = async (amount = 2_500) => {
@@ -50,6 +66,8 @@ afterAll(async () => {
   await kernel?.stop()
   await Promise.all([agentConn, toolConn].map((c) => c?.close()))
   await nats?.dispose()
+  rmSync(elsewhere, { recursive: true, force: true })
+  rmSync(configDir, { recursive: true, force: true })
 })
 
 describe("wk CLI", () => {
@@ -71,7 +89,7 @@ describe("wk CLI", () => {
   it("watch follows a call to its end while attest --yes releases it: one bank effect", async () => {
     const h = await held(2_600)
     const effects = bank.effects
-    const watch = spawn("npx", wkArgs(["held", "watch", h.held_id, "--timeout-ms", "40000"]), { env: env() })
+    const watch = spawn(process.execPath, wkArgs(["held", "watch", h.held_id, "--timeout-ms", "40000"]), { cwd: elsewhere, env: env() })
     // Listen for the exit now: the watch can end before the attest process has finished exiting.
     const exited = new Promise<number | null>((resolve) => watch.on("exit", resolve))
     let out = ""
@@ -106,8 +124,84 @@ describe("wk CLI", () => {
     expect(bad.stderr).toContain("held_id")
     const missing = await wk("held", "show", "h_" + "0".repeat(32))
     expect(missing.stderr).toContain("wk held ls")
-    const r = await run("npx", wkArgs(["status"]), { env: { ...process.env, NATS_URL: "nats://127.0.0.1:1" }, timeout: 60_000 }).catch((e: { code: number; stderr: string }) => e)
-    expect((r as { code: number }).code).not.toBe(0)
-    expect((r as { stderr: string }).stderr).toContain("start the kernel with `npm start` or set NATS_URL")
+    const r = await wkWith({ NATS_URL: "nats://127.0.0.1:1" }, "status")
+    expect(r.code).toBe(ExitCode.unreachable)
+    expect(r.stderr).toContain("start the kernel with `npm start`")
+  })
+
+  it("propose: the exit code is the outcome (completed 0, held 3, denied 4, unauthenticated 6); --json is the reply", async () => {
+    const done = await wk("propose", "money_transfer", '{"from":"cli-a","to":"shop","amount":250}')
+    expect(done.code, done.stderr).toBe(ExitCode.ok)
+    expect(done.stdout).toMatch(/^completed \(held_id h_[0-9a-f]{32}\)/)
+    const held = await wk("propose", "money_transfer", '{"from":"cli-b","to":"shop","amount":2500}', "--json")
+    expect(held.code).toBe(ExitCode.held)
+    expect(JSON.parse(held.stdout)).toMatchObject({ status: 202, outcome: "held" })
+    const denied = await wk("propose", "money_transfer", '{"from":"cli-c","to":"shop","amount":500000}')
+    expect(denied.code).toBe(ExitCode.denied)
+    expect(denied.stdout).toMatch(/^denied/)
+    const stranger = await wk("propose", "money_transfer", '{"from":"cli-d","to":"shop","amount":5}', "--as", "agent:nobody", "--json")
+    expect(stranger.code).toBe(ExitCode.unauthenticated)
+    expect(JSON.parse(stranger.stdout)).toMatchObject({ status: 401 })
+    const gone = await wk("cancel", "h_" + "0".repeat(32), "--principal", "agent:alice")
+    expect(gone.code).toBe(ExitCode.refused)
+  })
+
+  it("a wrong NATS password says so (exit 6), not 'start the kernel'; a usage error is one line, exit 2", async () => {
+    const r = await wkWith({ NATS_URL: `nats://agent:wrong@${nats.servers}` }, "propose", "money_transfer", '{"amount":1}')
+    expect(r.code).toBe(ExitCode.unauthenticated)
+    expect(r.stderr).toContain("refused user 'agent' and its password")
+    expect(r.stderr).not.toContain("npm start")
+    for (const args of [["propose", "money_transfer"], ["held", "show"], ["propose", "money_transfer", "{not json"], ["frobnicate"], ["held", "ls", "--limit", "many"]]) {
+      const u = await wk(...args)
+      expect(u.code, args.join(" ")).toBe(ExitCode.usage)
+      expect(u.stderr.trim().split("\n"), args.join(" ")).toHaveLength(1)
+      expect(u.stderr).toMatch(/^wk: /)
+      expect(u.stderr).not.toContain("[object Object]")
+    }
+  })
+
+  it("help is plain text within 100 columns, names the command path, and describes every option", async () => {
+    for (const path of [[], ["propose"], ["held", "ls"], ["attest"], ["result"], ["audit", "replay"], ["context", "add"], ["status"]]) {
+      const h = await wkWith({ FORCE_COLOR: "1" }, ...path, "--help")
+      expect(h.code, path.join(" ")).toBe(0)
+      expect(h.stdout).not.toContain("\x1b[")
+      for (const line of h.stdout.split("\n")) expect(line.length, `${path.join(" ")}: ${line}`).toBeLessThanOrEqual(100)
+      expect(h.stdout).toContain(`Usage: wk${path.map((p) => ` ${p}`).join("")}`)
+      expect(h.stdout).not.toContain("(no description)")
+      expect(h.stdout).not.toContain("A user-defined piece of text")
+      expect(h.stdout).toContain("--server URL")
+    }
+  })
+
+  it("contexts: add --use saves the server; later commands use it with no NATS_URL; --server and --context override", async () => {
+    const add = await wk("context", "add", "test", "--server", url(), "--use")
+    expect(add.code, add.stderr).toBe(0)
+    const ls = await wk("context", "ls")
+    expect(ls.stdout).toMatch(/^\* test\s+nats:\/\//m)
+    const noUrl = { NATS_URL: "" }
+    const status = await wkWith(noUrl, "status", "--json")
+    expect(status.code, status.stderr).toBe(0)
+    expect(JSON.parse(status.stdout)).toMatchObject({ policy_epoch: 1 })
+    expect((await wkWith(noUrl, "status", "--server", "nats://127.0.0.1:1")).code).toBe(ExitCode.unreachable)
+    const missing = await wkWith(noUrl, "status", "--context", "nope")
+    expect(missing.code).not.toBe(0)
+    expect(missing.stderr).toContain("no context 'nope'")
+    expect((await wk("context", "rm", "test")).code).toBe(0)
+  })
+
+  it("result --wait prints the delivered result once the witness approves; ack acknowledges it; dev-key is the registered key", async () => {
+    const h = await held(2_800)
+    const early = await wk("result", h.held_id)
+    expect(early.code).toBe(ExitCode.held)
+    const waiting = wk("result", h.held_id, "--wait", "--timeout-ms", "40000", "--json")
+    expect((await wk("attest", h.held_id, "--principal", "user:carol", "--class", "human", "--yes")).code).toBe(0)
+    const r = await waiting
+    expect(r.code, r.stderr).toBe(ExitCode.ok)
+    expect(JSON.parse(r.stdout)).toMatchObject({ held_id: h.held_id, outcome: "completed" })
+    const ack = await wk("ack", h.held_id, "--as", "agent:alice")
+    expect(ack.code, ack.stderr).toBe(0)
+    expect(ack.stdout).toContain(`acknowledged ${h.held_id}`)
+    const key = await wk("dev-key", "user:carol", "--json")
+    expect(JSON.parse(key.stdout)).toMatchObject({ type: "ed25519", public_key: devPublicKey("user:carol") })
   })
 })

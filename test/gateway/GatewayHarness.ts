@@ -68,7 +68,7 @@ export const signedAs = (principal: string, payload: Record<string, unknown>) =>
 let n = 0
 /** A propose envelope for a transfer by agent:alice (above 1000 is held for a human). */
 export const transfer = (amount: number, session = "s-gw", preferences?: Record<string, unknown>) =>
-  signedAs("agent:alice", { op: "propose", session_id: session, turn_id: "t1", call_id: `gw${Date.now()}-${++n}`, tool: "money_transfer", args: { from: "alice", to: "bob", amount }, ...(preferences ? { preferences } : {}) })
+  signedAs("agent:alice", { op: "propose", session_id: session, turn_id: "t1", call_id: `gw${Date.now()}-${++n}`, tool: "money_transfer", args: { from: "alice", to: "bob", amount }, ...(preferences ? { preferences } : {}), nonce: `gw-nonce-${n}`, expires_at: new Date(Date.now() + 300_000).toISOString() })
 
 export const post = async (url: string, body: unknown) => {
   const r = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: typeof body === "string" ? body : JSON.stringify(body) })
