@@ -59,7 +59,7 @@ const rawRead = async (nc: NatsConnection): Promise<{ rate: number; count: numbe
 
 /** Drives a realistic log through an in-process kernel. */
 const populate = async (servers: string) => {
-  const [tool, agent, witness] = await Promise.all([connectAs(servers, "tool"), connectAs(servers, "agent"), connectAs(servers, "witness")])
+  const [tool, agent, witness] = await Promise.all([connectAs(servers, "bank"), connectAs(servers, "agent"), connectAs(servers, "witness")])
   new DemoBank({ openingBalance: 1e12 }).serve(tool)
   const alice = clientFor(agent, "agent:alice")
   const carol = clientFor(witness, "user:carol")

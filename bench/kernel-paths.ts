@@ -48,6 +48,8 @@ interface Env {
   /** A second kernel-user connection: the floor's "agent" side (agents may not publish arbitrary subjects). */
   readonly floorClient: NatsConnection
   readonly tool: NatsConnection
+  /** The bench's echo tool service (the floor's tool), as its own tool user. */
+  readonly echo: NatsConnection
   readonly bank: DemoBank
   readonly kernels: Array<KernelProcess>
   readonly profiles: string
@@ -68,8 +70,9 @@ const startBareKernel = async (servers: string): Promise<ChildProcess> => {
 const setup = async (): Promise<Env> => {
   const nats = await startTestNats()
   const profiles = profileDir([benchProfile()])
-  const tool = await connectAs(nats.servers, "tool")
+  const tool = await connectAs(nats.servers, "bank")
   const bank = new DemoBank({ openingBalance: 1e12 }).serve(tool)
+  const echo = await connectAs(nats.servers, "echo")
   return {
     nats,
     agent: await connectAs(nats.servers, "agent"),
@@ -77,11 +80,12 @@ const setup = async (): Promise<Env> => {
     kernelConn: await connectAs(nats.servers, "kernel"),
     floorClient: await connectAs(nats.servers, "kernel"),
     tool,
+    echo,
     bank,
     kernels: [await startKernelProcess(nats.servers, profiles, {}, KernelNodeArgs)],
     profiles,
     bare: await startBareKernel(nats.servers),
-    bareTool: tool.subscribe(BareToolSubject, { callback: (_x, m) => void m.respond(m.data) })
+    bareTool: echo.subscribe(BareToolSubject, { callback: (_x, m) => void m.respond(m.data) })
   }
 }
 
@@ -267,7 +271,7 @@ export const runKernelPathBench = async (): Promise<Array<Row>> => {
     e.bareTool.unsubscribe()
     e.bare.kill("SIGKILL")
     e.bank.stop()
-    await Promise.all([e.agent, e.witness, e.kernelConn, e.floorClient, e.tool].map((c) => c.close()))
+    await Promise.all([e.agent, e.witness, e.kernelConn, e.floorClient, e.tool, e.echo].map((c) => c.close()))
     await e.nats.dispose()
   }
 }

@@ -11,7 +11,7 @@ import { execSync } from "node:child_process"
 const N = Number(process.env["N"] ?? 1000)
 const C = Number(process.env["C"] ?? 1)
 const nats = await startTestNats()
-const tool = await connectAs(nats.servers, "tool")
+const tool = await connectAs(nats.servers, "bank")
 const bank = new DemoBank({ openingBalance: 1e12 }).serve(tool)
 const K = Number(process.env["K"] ?? 1)
 const dir = profileDir([benchProfile()])

@@ -3,6 +3,7 @@ import { join } from "node:path"
 import { repoRoot } from "../runtime/cli/Paths.js"
 import { runAuditReplayBench } from "./audit-replay.js"
 import { runCliStartBench } from "./cli-start.js"
+import { runHostileLoadBench } from "./hostile-load.js"
 import { runKernelPathBench } from "./kernel-paths.js"
 import { runParkedMemoryBench } from "./parked-memory.js"
 import { runPluginStageBench } from "./plugin-stage.js"
@@ -10,12 +11,13 @@ import { notes, printNotes, printTable, type Row } from "./Table.js"
 
 /**
  * `npm run bench`: every figure next to its floor, measured in the same run. Select with
- * WK_BENCH_ONLY=cli,kernel,plugin,audit,memory; sizes with WK_BENCH_RUNS, WK_BENCH_PER_RUN,
+ * WK_BENCH_ONLY=cli,kernel,hostile,plugin,audit,memory; sizes with WK_BENCH_RUNS, WK_BENCH_PER_RUN,
  * WK_BENCH_PARKED (default 100,000 parked calls: that part takes minutes).
  */
 const suites: ReadonlyArray<readonly [string, () => Promise<Array<Row>>]> = [
   ["cli", runCliStartBench],
   ["kernel", runKernelPathBench],
+  ["hostile", runHostileLoadBench],
   ["plugin", () => runPluginStageBench()],
   ["audit", runAuditReplayBench],
   ["memory", () => runParkedMemoryBench()]

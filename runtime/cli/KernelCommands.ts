@@ -7,14 +7,36 @@ import { natsOptionsFromUrl } from "../ledger/Nats.js"
 import { loadProfileFiles } from "../policy/ProfileFiles.js"
 import { PolicyStore } from "../policy/PolicyStore.js"
 import { DemoBank } from "../executor/DemoBank.js"
+import type { Profile } from "../schema/Profile.js"
 import { MissingNatsServer, findNatsServer, portInUse, startNatsServer } from "./EmbeddedNats.js"
+import { devCredentialsIn } from "./DevCredentials.js"
 import { globalSelection } from "./ContextSelection.js"
 import { defaultConfig, defaultDataDir, defaultProfiles, repoRoot } from "./Paths.js"
 
 const profilesOption = Options.text("profiles").pipe(Options.withDefault(defaultProfiles), Options.withDescription("profile file or directory of *.json profiles"))
 const noBank = Options.boolean("no-bank").pipe(Options.withDescription("do not start the demo bank tool service"))
+const devOption = Options.boolean("dev").pipe(
+  Options.withDescription("development mode: trust the dev principal keys, the committed dev plugin signer and the *-dev NATS passwords (npm start uses it); without it the kernel refuses them")
+)
 
 const kernelCredentials = { user: process.env["WK_NATS_USER"] ?? "kernel", pass: process.env["WK_NATS_PASS"] ?? "kernel-dev" }
+/** The demo bank's own tool service user (nats.conf `tool-demo-bank`). */
+const bankCredentials = { user: process.env["WK_TOOL_USER"] ?? "tool-demo-bank", pass: process.env["WK_TOOL_PASS"] ?? "demo-bank-dev" }
+
+/**
+ * Development credentials are loud: without `--dev`, a kernel that would trust a derivable dev
+ * key or the committed dev plugin signer, or connect with a `*-dev` password, refuses to start;
+ * with it, its first line of output says it runs in development mode and what that trusts.
+ */
+const checkDevCredentials = (profiles: ReadonlyArray<Profile>, nats: ReadonlyArray<{ user: string; pass: string | undefined }>, dev: boolean) =>
+  Effect.gen(function* () {
+    const found = devCredentialsIn(profiles, nats)
+    const list = found.map((f) => `  - ${f}`).join("\n")
+    if (dev) return yield* Console.log(`DEVELOPMENT MODE (--dev): this kernel trusts development credentials anyone can use; never expose it.${found.length > 0 ? `\n${list}` : ""}`)
+    if (found.length > 0) {
+      return yield* Effect.fail(new Error(`refusing to start: development credentials anyone can use would be trusted (pass --dev for development, as npm start does; docs/operations.md "Production credentials"):\n${list}`))
+    }
+  })
 
 /** Copy-paste commands for another terminal; a server other than the default is named in them. */
 const tryLines = (servers: string | ReadonlyArray<string>): Array<string> => {
@@ -27,9 +49,8 @@ const tryLines = (servers: string | ReadonlyArray<string>): Array<string> => {
 }
 
 /** Runs a kernel (and optionally the demo bank) against a NATS URL until interrupted. */
-const serve = (url: string, profilesPath: string, withBank: boolean) =>
+const serve = (url: string, profiles: ReadonlyArray<Profile>, withBank: boolean) =>
   Effect.gen(function* () {
-    const profiles = yield* loadProfileFiles(profilesPath)
     const nats = natsOptionsFromUrl(url, kernelCredentials)
     yield* Effect.scoped(
       Effect.gen(function* () {
@@ -39,15 +60,15 @@ const serve = (url: string, profilesPath: string, withBank: boolean) =>
         const policy = yield* (yield* PolicyStore).current
         if (withBank) {
           const bankConn = yield* Effect.acquireRelease(
-            Effect.promise(() => connect({ servers: nats.servers, user: process.env["WK_TOOL_USER"] ?? "tool", pass: process.env["WK_TOOL_PASS"] ?? "tool-dev", name: "wk-demo-bank" })),
+            Effect.promise(() => connect({ servers: nats.servers, ...bankCredentials, name: "wk-demo-bank" })),
             (nc) => Effect.promise(() => nc.drain())
           )
           new DemoBank().serve(bankConn)
         }
         yield* Console.log(
           [
-            `Witness Kernel ready (${owner}), policy epoch ${policy.epoch}, ${policy.principals.size} principals, ${policy.profiles.reduce((n, p) => n + (p.plugins?.length ?? 0), 0)} plugins pinned${withBank ? ", demo bank serving money_transfer and bank_balance" : ""}`,
-            `  NATS:  ${nats.servers}  (users: agent/agent-dev, witness/witness-dev, tool/tool-dev, auditor/auditor-dev)`,
+            `Witness Kernel ready (${owner}), policy epoch ${policy.epoch}, ${policy.principals.size} principals, ${policy.profiles.reduce((n, p) => n + (p.plugins?.length ?? 0), 0)} plugins pinned${withBank ? `, demo bank (${bankCredentials.user}) serving money_transfer and bank_balance` : ""}`,
+            `  NATS:  ${nats.servers}  (users: agent/agent-dev, witness/witness-dev, tool-demo-bank/demo-bank-dev, auditor/auditor-dev)`,
             ...tryLines(nats.servers),
             `  Ctrl-C drains and stops.`
           ].join("\n")
@@ -57,35 +78,50 @@ const serve = (url: string, profilesPath: string, withBank: boolean) =>
     )
   })
 
+/** The credentials a kernel started this way connects with: its own, and the demo bank's. */
+const credentialsOf = (url: string | undefined, withBank: boolean) => {
+  const own = url === undefined || url === "" ? kernelCredentials : natsOptionsFromUrl(url, kernelCredentials)
+  return [{ user: own.user ?? "", pass: own.pass }, ...(withBank ? [bankCredentials] : [])]
+}
+
 /** `wk start`: the embedded default. Starts nats-server from nats.conf unless NATS_URL is set. */
-export const startCommand = Command.make("start", { profiles: profilesOption, noBank, port: Options.integer("port").pipe(Options.optional, Options.withDescription("NATS port for the embedded server (default 4322, or WK_NATS_PORT)")) }, ({ profiles, noBank, port }) =>
-  Effect.gen(function* () {
-    const url = globalSelection.server ?? process.env["NATS_URL"]
-    if (url !== undefined && url !== "") return yield* serve(url, profiles, !noBank)
-    if (findNatsServer() === null) return yield* Effect.fail(new Error(MissingNatsServer))
-    const p = Option.getOrElse(port, () => Number(process.env["WK_NATS_PORT"] ?? 4322))
-    if (yield* Effect.promise(() => portInUse(p))) {
-      return yield* Effect.fail(new Error(`port ${p} is in use (another wk start?): pass --port or set WK_NATS_PORT, or NATS_URL to use that server`))
-    }
-    yield* Effect.scoped(
-      Effect.gen(function* () {
-        const server = yield* Effect.acquireRelease(
-          Effect.tryPromise({ try: () => startNatsServer({ config: defaultConfig, storeDir: join(defaultDataDir, "nats"), port: p }), catch: (e) => e as Error }),
-          (s) => Effect.promise(() => s.stop())
-        )
-        yield* Console.log(`nats-server ${server.url} (pid ${server.pid}, store ${join(defaultDataDir, "nats")})`)
-        yield* serve(server.url, profiles, !noBank)
-      })
-    )
-  })
+export const startCommand = Command.make(
+  "start",
+  { profiles: profilesOption, noBank, dev: devOption, port: Options.integer("port").pipe(Options.optional, Options.withDescription("NATS port for the embedded server (default 4322, or WK_NATS_PORT)")) },
+  ({ profiles: profilesPath, noBank, dev, port }) =>
+    Effect.gen(function* () {
+      const url = globalSelection.server ?? process.env["NATS_URL"]
+      const profiles = yield* loadProfileFiles(profilesPath)
+      yield* checkDevCredentials(profiles, credentialsOf(url, !noBank), dev)
+      if (url !== undefined && url !== "") return yield* serve(url, profiles, !noBank)
+      if (findNatsServer() === null) return yield* Effect.fail(new Error(MissingNatsServer))
+      const p = Option.getOrElse(port, () => Number(process.env["WK_NATS_PORT"] ?? 4322))
+      if (yield* Effect.promise(() => portInUse(p))) {
+        return yield* Effect.fail(new Error(`port ${p} is in use (another wk start?): pass --port or set WK_NATS_PORT, or NATS_URL to use that server`))
+      }
+      yield* Effect.scoped(
+        Effect.gen(function* () {
+          const server = yield* Effect.acquireRelease(
+            Effect.tryPromise({ try: () => startNatsServer({ config: defaultConfig, storeDir: join(defaultDataDir, "nats"), port: p }), catch: (e) => e as Error }),
+            (s) => Effect.promise(() => s.stop())
+          )
+          yield* Console.log(`nats-server ${server.url} (pid ${server.pid}, store ${join(defaultDataDir, "nats")})`)
+          yield* serve(server.url, profiles, !noBank)
+        })
+      )
+    })
 ).pipe(Command.withDescription("Run NATS (embedded unless NATS_URL is set), the kernel and the demo bank"))
 
 /** `wk kernel`: one kernel process against NATS_URL (run several for scale). */
-export const kernelCommand = Command.make("kernel", { profiles: profilesOption, withBank: Options.boolean("with-bank").pipe(Options.withDescription("also serve the demo bank")) }, ({ profiles, withBank }) =>
-  Effect.gen(function* () {
-    const url = globalSelection.server ?? process.env["NATS_URL"]
-    if (url === undefined || url === "") return yield* Effect.fail(new Error("wk kernel needs NATS_URL (for example nats://kernel:kernel-dev@127.0.0.1:4322); use `wk start` for the embedded default"))
-    yield* serve(url, profiles, withBank)
-  })
+export const kernelCommand = Command.make(
+  "kernel",
+  { profiles: profilesOption, dev: devOption, withBank: Options.boolean("with-bank").pipe(Options.withDescription("also serve the demo bank")) },
+  ({ profiles: profilesPath, dev, withBank }) =>
+    Effect.gen(function* () {
+      const url = globalSelection.server ?? process.env["NATS_URL"]
+      if (url === undefined || url === "") return yield* Effect.fail(new Error("wk kernel needs NATS_URL (for example nats://kernel:kernel-dev@127.0.0.1:4322); use `wk start` for the embedded default"))
+      const profiles = yield* loadProfileFiles(profilesPath)
+      yield* checkDevCredentials(profiles, credentialsOf(url, withBank), dev)
+      yield* serve(url, profiles, withBank)
+    })
 ).pipe(Command.withDescription("Run one kernel process against the NATS server in NATS_URL"))
-

@@ -44,10 +44,11 @@ export const proposeCommand = Command.make(
     session: Options.text("session").pipe(Options.withDefault("demo"), Options.withDescription("session id the call belongs to (its result is delivered there)")),
     callId: Options.text("call-id").pipe(Options.optional, Options.withDescription("call id (default: a random one; the same id and arguments again get the same answer)")),
     json: Options.boolean("json").pipe(Options.withDescription("print the kernel's reply as JSON")),
+    supersedes: Options.integer("supersedes").pipe(Options.optional, Options.withDescription("edit a held call: the generation it replaces (with --call-id)")),
     wait: Options.boolean("wait").pipe(Options.withDescription("if the call is held, wait for its delivered result; the exit code is then the final outcome")),
     timeout: Options.integer("timeout-ms").pipe(Options.withDefault(600_000), Options.withDescription("with --wait, give up after this long (exit 3: still held)"))
   },
-  ({ tool, args, as, key, session, callId, json, wait, timeout }) =>
+  ({ tool, args, as, key, session, callId, json, supersedes, wait, timeout }) =>
     Effect.gen(function* () {
       const parsed = yield* Effect.try({
         try: () => JSON.parse(args) as unknown,
@@ -56,7 +57,7 @@ export const proposeCommand = Command.make(
       if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) return yield* new CliError({ message: `args-json must be a JSON object, got ${args}`, exit: ExitCode.usage })
       const client = yield* connectClient("agent", as, Option.getOrUndefined(key))
       const id = Option.getOrElse(callId, () => `c${randomBytes(4).toString("hex")}`)
-      const reply = yield* ask(`propose ${tool}`, () => client.propose({ session_id: session, turn_id: "t1", call_id: id, tool, args: parsed as JsonObject }))
+      const reply = yield* ask(`propose ${tool}`, () => client.propose({ session_id: session, turn_id: "t1", call_id: id, tool, args: parsed as JsonObject, ...Option.match(supersedes, { onNone: () => ({}), onSome: (g) => ({ supersedes: g }) }) }))
       yield* Console.log(json ? JSON.stringify(reply, null, 2) : describeReply(reply as unknown as Record<string, unknown>))
       process.exitCode = exitOfReply(reply as { status: number; ok?: boolean })
       if (!wait || reply.status !== 202) return

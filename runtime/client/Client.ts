@@ -1,5 +1,5 @@
-import { connect, type NatsConnection } from "@nats-io/transport-node"
-import { DeliverPolicy, jetstream } from "@nats-io/jetstream"
+import { connect, errors, nanos, nuid, type NatsConnection } from "@nats-io/transport-node"
+import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream"
 import { randomBytes } from "node:crypto"
 import { signEnvelope } from "../protocol/Authenticate.js"
 import type { Envelope } from "../schema/Envelope.js"
@@ -61,6 +61,13 @@ export interface ProposeInput {
   readonly preferences?: JsonObject
   /** Proposes the call as a dependency of this open held call (nested hold). */
   readonly parent_held_id?: string
+  /**
+   * An edit: the generation it replaces. Default: the generation of this client's last held
+   * reply for the same call (set it when editing a call this client did not propose).
+   */
+  readonly supersedes?: number
+  /** How long the signed envelope stays valid (default 5 minutes, at most 15). */
+  readonly ttlMs?: number
 }
 
 export interface AttestInput {
@@ -84,6 +91,38 @@ const dec = new TextDecoder()
  * A typed client of protocol v1: signs envelopes as one principal, proposes, reads, attests,
  * cancels, acknowledges, and awaits a held call's result from the session stream.
  */
+/** A permissions violation, bare or wrapped by a JetStream request. */
+const permissionDenied = (e: unknown): boolean => {
+  for (let c: unknown = e; c instanceof Error; c = c.cause) if (c instanceof errors.PermissionViolationError) return true
+  return false
+}
+
+/**
+ * An ephemeral pull consumer on a session's results, created without reading the stream's info
+ * (confined users may not list its subjects). Two grants exist (nats.conf): the shared `agent`
+ * role creates unnamed consumers (the server refuses a durable name there), a confined user
+ * creates named ones whose filter is in the subject. A namespaced session (`alice.s1`) tries the
+ * named form first, others the unnamed one; a permissions violation tries the other.
+ */
+const openSessionResults = async (nc: NatsConnection, sessionId: string) => {
+  const jsm = await jetstreamManager(nc)
+  const config = {
+    filter_subject: Subjects.sessionResults(sessionId),
+    ack_policy: AckPolicy.None,
+    deliver_policy: DeliverPolicy.All,
+    inactive_threshold: nanos(60_000),
+    mem_storage: true,
+    num_replicas: 1
+  }
+  const named = { ...config, name: `results_${nuid.next()}` }
+  const [first, second] = sessionId.includes(".") ? [named, config] : [config, named]
+  const info = await jsm.consumers.add(Streams.sessions, first).catch((e: unknown) => {
+    if (!permissionDenied(e)) throw e
+    return jsm.consumers.add(Streams.sessions, second)
+  })
+  return jetstream(nc).consumers.get(Streams.sessions, info.name)
+}
+
 export class WitnessClient {
   private constructor(
     readonly nc: NatsConnection,
@@ -117,10 +156,32 @@ export class WitnessClient {
     return JSON.parse(dec.decode(m.data)) as T
   }
 
-  propose(input: ProposeInput): Promise<ProposeReply> {
+  /** The generation of the last held reply per call this client proposed: what an edit supersedes. */
+  private readonly generations = new Map<string, number>()
+
+  /**
+   * Signs and sends a proposal with a fresh nonce and a short expiry, so the envelope cannot be
+   * replayed later; a changed call for the same ids is an edit of the generation last seen.
+   */
+  async propose(input: ProposeInput): Promise<ProposeReply> {
     // With cancel_on_disconnect the kernel probes the session; be present before it can look.
     if (input.preferences?.["cancel_on_disconnect"] === true) this.stayPresent(input.session_id)
-    return this.request(Subjects.propose, this.sign({ op: "propose", ...input }))
+    const { ttlMs, supersedes, ...call } = input
+    const key = JSON.stringify([input.session_id, input.turn_id, input.call_id])
+    const edits = supersedes ?? this.generations.get(key)
+    const reply = await this.request<ProposeReply>(
+      Subjects.propose,
+      this.sign({
+        op: "propose",
+        ...call,
+        ...(edits !== undefined ? { supersedes: edits } : {}),
+        nonce: randomBytes(12).toString("hex"),
+        expires_at: new Date(Date.now() + (ttlMs ?? 5 * 60_000)).toISOString()
+      })
+    )
+    if (reply.status === 202 && "generation" in reply) this.generations.set(key, reply.generation)
+    else if (reply.status !== 409) this.generations.delete(key)
+    return reply
   }
 
   private readonly present = new Set<string>()
@@ -191,8 +252,7 @@ export class WitnessClient {
   async result(heldId: string, opts: { sessionId?: string; timeoutMs?: number; ack?: boolean } = {}): Promise<Delivery> {
     const sessionId = opts.sessionId ?? (await this.get(heldId)).held?.session_id
     if (sessionId === undefined) throw new Error(`unknown held call ${heldId}`)
-    const js = jetstream(this.nc)
-    const consumer = await js.consumers.get(Streams.sessions, { filter_subjects: Subjects.sessionResults(sessionId), deliver_policy: DeliverPolicy.All })
+    const consumer = await openSessionResults(this.nc, sessionId)
     const deadline = Date.now() + (opts.timeoutMs ?? 60_000)
     try {
       while (Date.now() < deadline) {

@@ -1,6 +1,6 @@
 import type { HeldEvent } from "../schema/Events.js"
 import type { Evidence, HeldCallFacts } from "../schema/Facts.js"
-import type { WitnessContract, WitnessRule } from "../schema/WitnessContract.js"
+import { routeAdmits, type WitnessContract, type WitnessRule } from "../schema/WitnessContract.js"
 import { beforeDispatch, currentEvidence } from "./Facts.js"
 import { evolve } from "./Reducer.js"
 import { failedDependency, openDependencies } from "./Dependencies.js"
@@ -63,9 +63,11 @@ export const reconcile = (facts: HeldCallFacts, ctx: ReconcileContext): Plan => 
   return { events, actions: actionsFor(f, ctx), requeueMs: requeueFor(f, ctx), facts: f }
 }
 
-/** Approvals that count now: current generation and digests, unexpired, class still registered, not the proposer. */
-export const countingApprovals = (f: HeldCallFacts, ctx: ReconcileContext): ReadonlyArray<Approval> =>
-  counting(f, ctx).filter((e) => e.decision === "approve")
+/** Approvals that count now: current generation and digests, unexpired, class still registered, not the proposer, on the contract's route. */
+export const countingApprovals = (f: HeldCallFacts, ctx: ReconcileContext): ReadonlyArray<Approval> => {
+  const route = f.witness_contract?.route
+  return counting(f, ctx).filter((e) => e.decision === "approve" && (route === undefined || routeAdmits(route, e.witness, ctx.classesOf(e.witness))))
+}
 
 const counting = (f: HeldCallFacts, ctx: ReconcileContext): ReadonlyArray<Evidence> =>
   currentEvidence(f).filter(

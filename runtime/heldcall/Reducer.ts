@@ -1,6 +1,6 @@
 import type { HeldEvent, SequencedEvent } from "../schema/Events.js"
 import type { Evidence, HeldCallFacts } from "../schema/Facts.js"
-import { initialFacts } from "./Facts.js"
+import { beforeDispatch, initialFacts } from "./Facts.js"
 import { openDependencies, withDependency } from "./Dependencies.js"
 
 /**
@@ -26,8 +26,10 @@ const apply = (f: HeldCallFacts, e: HeldEvent): HeldCallFacts => {
       // A later generation is an edit; an older one arriving late changes nothing.
       if (e.generation <= f.generation) return f
       const { principal, session_id, turn_id, call_id, tool, args, call_digest, continuation_ref, preferences, idempotency_key, created_at, expires_at, parent_held_id, ancestors } = e
+      // A proposal's generation is its own (no `proposed_generation`: only re-presentations set it).
+      const { proposed_generation: _previous, ...rest } = f
       return {
-        ...f,
+        ...rest,
         generation: e.generation,
         spec: {
           principal, session_id, turn_id, call_id, tool, args, call_digest, continuation_ref, preferences, idempotency_key, created_at, expires_at,
@@ -62,6 +64,23 @@ const apply = (f: HeldCallFacts, e: HeldEvent): HeldCallFacts => {
         policy_epoch_checked: e.policy_epoch
       }
     }
+    case "call.represented":
+      // The same proposal, presented as the next generation: verdict, contract and evidence start over.
+      if (e.generation !== f.generation + 1 || f.spec === null || !beforeDispatch(f)) return f
+      return {
+        ...f,
+        generation: e.generation,
+        proposed_generation: f.proposed_generation ?? f.generation,
+        verdict: "pending",
+        reasons: [],
+        witness_contract: null,
+        contract_digest: null,
+        witness_request: null,
+        executed: null,
+        active_rule: null,
+        readiness: f.readiness === "satisfied" ? "stale" : f.readiness,
+        policy_epoch_checked: 0
+      }
     case "call.held":
       return e.generation === f.generation ? { ...f, held: true, witness_request: e.witness_request } : f
     case "call.denied":

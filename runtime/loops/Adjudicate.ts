@@ -6,11 +6,12 @@ import { wake } from "../ledger/Wakes.js"
 import { watchSession } from "./PresenceWatch.js"
 import { Subjects } from "../schema/Subjects.js"
 import { Adjudicator, type Adjudication } from "../policy/Adjudicator.js"
-import { isGranted, type ActivePolicy } from "../policy/ActivePolicy.js"
+import type { ActivePolicy } from "../policy/ActivePolicy.js"
+import { floorRefusal } from "../policy/KernelFloor.js"
 import { applyPreferences, effectivePreferences, redactArgs } from "../policy/Preferences.js"
 import { adjudicatePolicyChange, PolicyApplyTool } from "../policy/PolicyChange.js"
-import { callDigest, contractDigest } from "../schema/Canonical.js"
-import type { CallAdjudicated, CallDenied, CallHeld, HeldEvent } from "../schema/Events.js"
+import { callDigest, contractDigest, jcsDigest } from "../schema/Canonical.js"
+import type { CallAdjudicated, CallDenied, CallHeld, CallRepresented, HeldEvent } from "../schema/Events.js"
 import type { HeldCallFacts } from "../schema/Facts.js"
 import type { JsonObject } from "../schema/Json.js"
 import { eventOf, progress } from "./Actions.js"
@@ -24,15 +25,8 @@ export const decide = (facts: HeldCallFacts, policy: ActivePolicy, now: number) 
     const spec = facts.spec!
     // A policy change is decided by the kernel floor alone: no plugin decides its own widening.
     if (spec.tool === PolicyApplyTool) return adjudicatePolicyChange(policy, spec.principal, spec.args)
-    if (!isGranted(policy, spec.principal, spec.tool)) {
-      const denied: Adjudication = {
-        verdict: "DENY",
-        reasons: [{ by: "kernel", reason: `principal '${spec.principal}' has no capability for tool '${spec.tool}'` }],
-        decisions: [{ by: "kernel:floor", output: "DENY" }],
-        executed: { tool: spec.tool, args: spec.args }
-      }
-      return denied
-    }
+    const refused = floorRefusal(policy, spec.principal, spec.tool)
+    if (refused !== undefined) return floorDenial(refused, { tool: spec.tool, args: spec.args })
     const adjudicator = yield* Adjudicator
     const prefs = effectivePreferences(policy, spec.principal, spec.preferences)
     const a = yield* adjudicator.adjudicate({
@@ -41,8 +35,19 @@ export const decide = (facts: HeldCallFacts, policy: ActivePolicy, now: number) 
       now,
       ...(prefs.disclosure !== undefined ? { disclosure: prefs.disclosure } : {})
     })
+    // Whatever the adjudicator replaced the call with passes the floor too (any seam, not only plugins).
+    const replaced = a.executed.tool !== spec.tool ? floorRefusal(policy, spec.principal, a.executed.tool) : undefined
+    if (replaced !== undefined) return floorDenial(`the call was replaced with ${a.executed.tool}: ${replaced}`, a.executed, a.decisions)
     return applyPreferences(a, prefs, spec)
   })
+
+/** The kernel floor's DENY, after whatever decisions led to it. */
+const floorDenial = (reason: string, executed: Adjudication["executed"], decisions: Adjudication["decisions"] = []): Adjudication => ({
+  verdict: "DENY",
+  reasons: [{ by: "kernel", reason }],
+  decisions: [...decisions, { by: "kernel:floor", output: "DENY" }],
+  executed
+})
 
 /** The `adjudicate` action: records the verdict for the current generation and policy epoch. */
 export const adjudicate = (loaded: Loaded, policy: ActivePolicy) =>
@@ -51,16 +56,34 @@ export const adjudicate = (loaded: Loaded, policy: ActivePolicy) =>
     const f = loaded.facts
     const now = Date.now()
     const a = yield* decide(f, policy, now)
-    const base = { held_id: f.held_id, generation: f.generation }
-    const digest = a.contract ? contractDigest(a.contract) : undefined
     const spec = f.spec!
     const executedDigest = callDigest(a.executed.tool, a.executed.args)
     const transformed = executedDigest !== spec.call_digest
-    const events: Array<HeldEvent> = [
+    // A generation presents one canonical call. When a re-adjudication changes it (a policy change
+    // made a transform produce another call), the proposal is re-presented as the next generation:
+    // witnesses are shown the new call, and no evidence about the old one can count.
+    const represent = f.executed !== null && f.executed.call_digest !== executedDigest
+    const generation = represent ? f.generation + 1 : f.generation
+    const base = { held_id: f.held_id, generation }
+    const digest = a.contract ? contractDigest(a.contract) : undefined
+    const events: Array<HeldEvent> = []
+    if (represent) {
+      events.push(
+        eventOf<typeof CallRepresented.Type>({
+          ...base,
+          type: "call.represented",
+          event_id: `call.represented:${f.held_id}:g${generation}`,
+          from_call_digest: f.executed!.call_digest,
+          call_digest: executedDigest,
+          policy_epoch: policy.epoch
+        })
+      )
+    }
+    events.push(
       eventOf<typeof CallAdjudicated.Type>({
         ...base,
         type: "call.adjudicated",
-        event_id: `call.adjudicated:${f.held_id}:g${f.generation}:e${policy.epoch}`,
+        event_id: `call.adjudicated:${f.held_id}:g${generation}:e${policy.epoch}`,
         verdict: a.verdict,
         reasons: a.reasons,
         policy_epoch: policy.epoch,
@@ -68,20 +91,25 @@ export const adjudicate = (loaded: Loaded, policy: ActivePolicy) =>
         ...(transformed ? { executed: { tool: a.executed.tool, args: a.executed.args, call_digest: executedDigest } } : {}),
         decisions: a.decisions
       })
-    ]
-    if (a.verdict === "REQUIRE_WITNESS" && a.contract && (!f.held || f.contract_digest !== digest)) {
-      events.push(
-        eventOf<typeof CallHeld.Type>({
-          ...base,
-          type: "call.held",
-          event_id: `call.held:${f.held_id}:g${f.generation}:${digest}`,
-          witness_request: { contract: a.contract, contract_digest: digest!, presentation: presentationOf(f, a, executedDigest, effectivePreferences(policy, spec.principal, spec.preferences).disclosure ?? "exact") },
-          expires_at: f.spec!.expires_at
-        })
-      )
+    )
+    if (a.verdict === "REQUIRE_WITNESS" && a.contract) {
+      const presentation = presentationOf(f, generation, a, executedDigest, effectivePreferences(policy, spec.principal, spec.preferences).disclosure ?? "exact")
+      const presentationDigest = jcsDigest(presentation)
+      // Witnesses are shown the call again whenever what they would be shown changed.
+      if (represent || !f.held || f.contract_digest !== digest || f.witness_request?.presentation_digest !== presentationDigest) {
+        events.push(
+          eventOf<typeof CallHeld.Type>({
+            ...base,
+            type: "call.held",
+            event_id: `call.held:${f.held_id}:g${generation}:${digest}:${presentationDigest}`,
+            witness_request: { contract: a.contract, contract_digest: digest!, presentation, presentation_digest: presentationDigest },
+            expires_at: spec.expires_at
+          })
+        )
+      }
     }
     if (a.verdict === "DENY") {
-      events.push(eventOf<typeof CallDenied.Type>({ ...base, type: "call.denied", event_id: `call.denied:${f.held_id}:g${f.generation}`, reasons: a.reasons }))
+      events.push(eventOf<typeof CallDenied.Type>({ ...base, type: "call.denied", event_id: `call.denied:${f.held_id}:g${generation}`, reasons: a.reasons }))
     }
     yield* store.append(loaded, events)
     const held = events.find((e): e is typeof CallHeld.Type => e.type === "call.held")
@@ -91,7 +119,7 @@ export const adjudicate = (loaded: Loaded, policy: ActivePolicy) =>
       if (effectivePreferences(policy, spec.principal, spec.preferences).cancel_on_disconnect === true) yield* watchSession(f.held_id, spec.session_id)
       // Witness routes listen here; the request is a notification, the held call is the truth.
       const { nc } = yield* Nats
-      yield* Effect.sync(() => nc.publish(Subjects.witnessRequests(f.held_id), JSON.stringify({ held_id: f.held_id, generation: f.generation, expires_at: held.expires_at, witness_request: held.witness_request })))
+      yield* Effect.sync(() => nc.publish(Subjects.witnessRequests(f.held_id), JSON.stringify({ held_id: f.held_id, generation, expires_at: held.expires_at, witness_request: held.witness_request })))
     }
     return progress
   })
@@ -102,7 +130,7 @@ export const adjudicate = (loaded: Loaded, policy: ActivePolicy) =>
  * `redacted` the arguments are the provider's summary or every value replaced by its type.
  * The digests still bind the witness to the exact call.
  */
-const presentationOf = (f: HeldCallFacts, a: Adjudication, digest: string, preferred: "exact" | "redacted") => {
+const presentationOf = (f: HeldCallFacts, generation: number, a: Adjudication, digest: string, preferred: "exact" | "redacted"): JsonObject => {
   const call = a.executed
   const provider = a.presentation
   const redacted = preferred === "redacted" || provider?.["disclosure"] === "redacted"
@@ -114,7 +142,7 @@ const presentationOf = (f: HeldCallFacts, a: Adjudication, digest: string, prefe
     args: redacted ? (providerArgs ?? redactArgs(call.args)) : call.args,
     disclosure: redacted ? "redacted" : "exact",
     call_digest: digest,
-    generation: f.generation,
+    generation,
     ...(call.tool !== f.spec!.tool || digest !== f.spec!.call_digest ? { proposed: { tool: f.spec!.tool, call_digest: f.spec!.call_digest } } : {}),
     ...(summary ? { summary } : {})
   }

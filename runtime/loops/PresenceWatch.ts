@@ -17,7 +17,8 @@ const ProbeTimeoutMs = 250
  * Is anyone subscribed to the session's presence subject? A request with no subscriber fails
  * at once with "no responders"; a live agent's subscription makes it time out (agents need not
  * answer, so they need no publish permission). Any other error counts as present: never cancel
- * on doubt.
+ * on doubt. Only the session's own NATS user may subscribe there (nats.conf: a confined agent its
+ * namespace, the shared `agent` login one-token sessions), so no other login can fake presence.
  */
 export const probeSession = (sessionId: string) =>
   Effect.gen(function* () {

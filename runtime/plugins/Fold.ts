@@ -139,8 +139,11 @@ export const joinContracts = (contracts: ReadonlyArray<WitnessContract>): Witnes
   const denies = fallbacks.flatMap((f) => (f !== undefined && f.action === "deny" ? [f.after_ms] : []))
   const fallback = agreed ? fallbacks[0] : denies.length > 0 ? { after_ms: Math.min(...denies), action: "deny" as const } : undefined
   const summaries = [...new Set(set.flatMap((c) => (c.summary === undefined ? [] : [c.summary])))].sort()
+  // Every contract's route applies: a witness counts only if each route admits it.
+  const routes: ReadonlyArray<WitnessRule> = union(set.flatMap((c) => (c.route === undefined ? [] : [c.route])), [])
   return {
     rule: rules.length === 1 ? rules[0]! : { all: rules },
+    ...(routes.length > 0 ? { route: routes.length === 1 ? routes[0]! : { all: routes } } : {}),
     ...(veto.length > 0 ? { veto } : {}),
     ...(fallback !== undefined ? { fallback } : {}),
     ...(summaries.length > 0 ? { summary: summaries.join("; ") } : {})

@@ -1,5 +1,6 @@
 import { Clock, type Context, Effect, Either, Layer, Schema } from "effect"
-import { isGranted, isNarrowingPin, type ActivePolicy } from "../policy/ActivePolicy.js"
+import { isNarrowingPin, type ActivePolicy } from "../policy/ActivePolicy.js"
+import { floorRefusal } from "../policy/KernelFloor.js"
 import { Adjudicator, type Adjudication, type AdjudicationInput } from "../policy/Adjudicator.js"
 import { Admission, type AdmissionInput, type AdmissionOutcome } from "../policy/Admission.js"
 import { callDigest, canonicalize } from "../schema/Canonical.js"
@@ -187,8 +188,10 @@ export const adjudicateWith = (
         const next = { tool: result.value.tool, args: result.value.args }
         if (seen.has(callDigest(next.tool, next.args))) return yield* finish("DENY", [{ by, reason: `transform loop: ${next.tool} was already proposed in this chain` }])
         if (++depth > MaxTransformDepth) return yield* finish("DENY", [{ by, reason: `transform depth over the bound of ${MaxTransformDepth}` }])
-        // A transform never inherits authority: the replacement must pass the grant floor itself.
-        if (!isGranted(policy, proposal.principal, next.tool)) return yield* finish("DENY", [{ by, reason: `transform to ${next.tool}, which ${proposal.principal} is not granted` }])
+        // A transform never inherits authority: the replacement passes the kernel floor itself
+        // (grants, and no kernel tool), then every transform and adjudicator from the start.
+        const refused = floorRefusal(policy, proposal.principal, next.tool)
+        if (refused !== undefined) return yield* finish("DENY", [{ by, reason: `transform to ${next.tool} refused: ${refused}` }])
         seen.add(callDigest(next.tool, next.args))
         current = next
         continue restart

@@ -8,9 +8,10 @@ import { PluginLoadError } from "./PluginError.js"
 import { pinLabel, resolvePin, type PluginPin, type ResolvedPin } from "./PluginPin.js"
 import { type PluginArtifact, PluginSource } from "./PluginSource.js"
 import { capMemory } from "./internal/wasmBinary.js"
-import { MeteredRunner } from "./internal/meteredRunner.js"
+import { FuelPerMs } from "./internal/meteredRunner.js"
 import { meterModule } from "./internal/wasmMeter.js"
-import { type HostHandler, PluginRunner, type RawOutcome, type Runner } from "./internal/pluginRunner.js"
+import type { HostHandler, RawOutcome, Runner, RunnerSpec } from "./internal/pluginRunner.js"
+import { RunnerPool } from "./internal/runnerPool.js"
 
 /** A verified, compiled, running plugin, ready for calls. */
 export interface LoadedPlugin {
@@ -20,7 +21,7 @@ export interface LoadedPlugin {
   /** sha256 of the wasm bytes (the plugin's identity). */
   readonly digest: string
   readonly manifest: PluginManifest
-  /** Where calls run: in-process under a fuel budget, or in a worker terminated on timeout. */
+  /** How a call is bounded: a fuel budget (deterministic), or only the watchdog that terminates its worker at `timeout_ms`. Both run on worker threads. */
   readonly isolation: "metered" | "worker"
   readonly runner: Runner
 }
@@ -140,18 +141,15 @@ export const makePluginHost = Effect.gen(function* () {
       // KV and counter reads are asynchronous (NATS), so those plugins need a thread that can block.
       const asyncHost = pin.capabilities.host_functions.some((c) => c === "kv" || c === "counter")
       const metered = pin.isolation === "auto" && !asyncHost ? meterModule(patched.bytes) : undefined
+      // Either way the plugin runs on worker threads, never on the kernel's event loop.
+      const start = (s: RunnerSpec) => Effect.tryPromise({ try: () => RunnerPool.start(s), catch: (e) => fail("instantiate_failed", e instanceof Error ? e.message : String(e)) })
       const started: { runner: Runner; isolation: LoadedPlugin["isolation"] } =
         metered !== undefined && metered.ok
           ? {
               isolation: "metered",
-              runner: yield* compile(`${pin.sha256}:${pin.memory_max_pages}:metered`, metered.bytes).pipe(
-                Effect.flatMap((m) => Effect.tryPromise({ try: () => MeteredRunner.start({ ...spec, module: m }), catch: (e) => fail("instantiate_failed", e instanceof Error ? e.message : String(e)) }))
-              )
+              runner: yield* compile(`${pin.sha256}:${pin.memory_max_pages}:metered`, metered.bytes).pipe(Effect.flatMap((m) => start({ ...spec, module: m, fuelPerMs: FuelPerMs })))
             }
-          : {
-              isolation: "worker",
-              runner: yield* Effect.tryPromise({ try: () => PluginRunner.start({ ...spec, module }), catch: (e) => fail("instantiate_failed", e instanceof Error ? e.message : String(e)) })
-            }
+          : { isolation: "worker", runner: yield* start({ ...spec, module }) }
       const runner = started.runner
       if (closed) {
         yield* Effect.promise(() => runner.close())

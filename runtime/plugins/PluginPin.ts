@@ -39,9 +39,9 @@ export const PluginPin = Schema.Struct({
   /** Plugin configuration, passed as `config` in every stage input. */
   config: Schema.optional(JsonValue),
   /**
-   * `auto` (default): in-process under a fuel budget when the plugin needs no asynchronous host
-   * function (no `kv`, no `counter`) and its code can be metered; otherwise a worker thread that
-   * is terminated at `timeout_ms`. `worker` forces the worker.
+   * `auto` (default): under a fuel budget when the plugin needs no asynchronous host function
+   * (no `kv`, no `counter`) and its code can be metered; otherwise under a watchdog that
+   * terminates its worker at `timeout_ms`. `worker` forces the watchdog. Both run on worker threads.
    */
   isolation: Schema.optional(Schema.Literal("auto", "worker"))
 })

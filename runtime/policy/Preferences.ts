@@ -174,7 +174,7 @@ const hold = (a: Adjudication, reasons: ReadonlyArray<Reason>, contract: Witness
 /**
  * Applies the preferences in force to a folded adjudication. Only narrows: DENY stays DENY; a
  * forbidden substitution denies; a previewed replacement or a call in the witness scope is
- * held (with the preferred route as its rule when policy itself did not hold it).
+ * held (one human approval, from the preferred route when one is set, when policy itself did not hold it).
  */
 export const applyPreferences = (a: Adjudication, prefs: Preferences, proposed: { readonly tool: string }): Adjudication => {
   if (a.verdict === "DENY") return a
@@ -200,7 +200,8 @@ export const applyPreferences = (a: Adjudication, prefs: Preferences, proposed: 
   const scoped = (prefs.always_witness ?? []).find((p) => toolMatches(p, proposed.tool) || toolMatches(p, a.executed.tool))
   if (scoped !== undefined) why.push({ by: PreferenceBy, reason: `calls matching '${scoped}' always need a witness` })
   if (why.length === 0) return a
-  const contract: WitnessContract = prefs.witness_route !== undefined ? { rule: prefs.witness_route, summary: "the witness route the preferences name" } : DefaultContract
+  // A route picks among the witnesses the contract admits; it never replaces the contract's rule.
+  const contract: WitnessContract = prefs.witness_route !== undefined ? { ...DefaultContract, route: prefs.witness_route, summary: `${DefaultContract.summary}, from the witness route the preferences name` } : DefaultContract
   return hold(a, why, contract)
 }
 

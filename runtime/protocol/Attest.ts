@@ -7,6 +7,7 @@ import { beforeDispatch, canonicalCall } from "../heldcall/Facts.js"
 import { admittedWitnesses } from "../heldcall/Reconciler.js"
 import { classesOf, type ActivePolicy } from "../policy/ActivePolicy.js"
 import { jcsDigest } from "../schema/Canonical.js"
+import { routeAdmits } from "../schema/WitnessContract.js"
 import type { AttestationAccepted, AttestationRejected } from "../schema/Events.js"
 import type { HeldCallFacts } from "../schema/Facts.js"
 import { AttestPayload } from "../schema/Requests.js"
@@ -41,6 +42,10 @@ export const judgeAttestation = (f: HeldCallFacts, p: AttestPayload, env: Envelo
   const admitted = admittedWitnesses(f.witness_contract)
   if (!admitted.classes.includes(p.class) && !admitted.principals.includes(p.principal)) {
     return { disposition: "invalid", reason: `wrong class: the contract does not accept class '${p.class}' or principal '${p.principal}'` }
+  }
+  const route = f.witness_contract.route
+  if (p.decision === "approve" && route !== undefined && !routeAdmits(route, p.principal, classesOf(policy, p.principal))) {
+    return { disposition: "invalid", reason: `principal '${p.principal}' is not on the contract's witness route` }
   }
   if (f.evidence.some((e) => e.witness === p.principal && e.nonce === p.nonce)) return { disposition: "invalid", reason: "nonce already used by this witness on this call (replay)" }
   return { disposition: "accepted" }

@@ -14,7 +14,7 @@ import { signedRequest, type Signed } from "./Request.js"
 import { record } from "./Propose.js"
 import { effectivePreferences } from "../policy/Preferences.js"
 import { HeldIds } from "./HeldIds.js"
-import type { ProposePayload } from "../schema/Requests.js"
+import type { ProposeCall } from "../schema/Requests.js"
 
 /**
  * `wk.v1.admin.policy.apply`: replaces the profile of the same name (or adds it), bumps the
@@ -37,7 +37,7 @@ export const policyApply = (data: Uint8Array) =>
  * A widening becomes the held call of `kernel_policy_apply`, recorded with the admin's signed
  * `policy.apply` request as its proposal; it answers like a proposal (202 while it waits).
  */
-const heldChange = (req: Signed<ProposePayload>) =>
+const heldChange = (req: Signed<ProposeCall>) =>
   Effect.gen(function* () {
     const p = req.payload
     const heldId = (yield* HeldIds).of(p).heldId

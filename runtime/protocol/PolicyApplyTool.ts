@@ -16,6 +16,8 @@ const appliedKey = (idempotencyKey: string) => `applied.${idempotencyKey.replace
  * Serves `kernel_policy_apply` as a tool on the kernel's own connection, so a policy change
  * runs through the held-call path like any effect: dispatched once under a lease, recorded,
  * read back after a crash. The change is re-classified against the policy of this moment.
+ * Its subjects are under `wk.v1.kernel.tools.>` (Subjects.toolInvoke of a `kernel_` tool), which
+ * only kernel users may use: no tool service can read the profile it carries or answer for it.
  */
 export const servePolicyApplyTool = Effect.gen(function* () {
   const { nc, kv } = yield* Nats

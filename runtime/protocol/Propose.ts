@@ -5,7 +5,7 @@ import { KernelConfig } from "../KernelConfig.js"
 import { beforeDispatch, initialFacts } from "../heldcall/Facts.js"
 import { callDigest } from "../schema/Canonical.js"
 import { HeldIds } from "./HeldIds.js"
-import { ProposePayload } from "../schema/Requests.js"
+import { ProposePayload, type ProposeCall } from "../schema/Requests.js"
 import { wake } from "../ledger/Wakes.js"
 import { effectivePreferences, layerPreferences, wideningsOf } from "../policy/Preferences.js"
 import type { Preferences } from "../schema/Preferences.js"
@@ -15,17 +15,21 @@ import { conflict, invalidRequest, proposeReply, unavailable, type Reply } from 
 import { signedRequest, type Signed } from "./Request.js"
 import { attach } from "./Dependency.js"
 import { proposedEvent } from "./internal/proposedEvent.js"
+import { staleEnvelope, supersededProposal } from "./internal/replayGuard.js"
 import type { Ancestor } from "../schema/HeldCallSpec.js"
 
 /**
- * `wk.v1.calls.propose`. The same (principal, session, turn, call) with the same digest gets
- * the same answer; a different digest while held is an edit (a new generation); after
- * dispatch it is 409. The call is then driven inline, so ALLOW answers with the result.
+ * `wk.v1.calls.propose`. An expired envelope is refused. The same (principal, session, turn,
+ * call) with the same digest gets the same answer; a different digest while held is an edit (a
+ * new generation) when it names the generation it supersedes, else 409; after dispatch it is
+ * 409. The call is then driven inline, so ALLOW answers with the result.
  */
 export const propose = (data: Uint8Array) =>
   Effect.gen(function* () {
     const req = yield* signedRequest(data, "propose", ProposePayload)
     const p = req.payload
+    const stale = staleEnvelope(p.expires_at, Date.now())
+    if (stale !== undefined) return stale
     const heldId = (yield* HeldIds).of(p).heldId
     if (p.preferences !== undefined) {
       const widening = wideningsOf(p.preferences, layerPreferences(req.policy, p.principal))[0]
@@ -89,7 +93,7 @@ const currentReply = (heldId: string, fallback: Reply) =>
   })
 
 /** Writes the proposal (or its edit) unless the call already has this exact digest. */
-export const record = (heldId: string, req: Signed<ProposePayload>, prefs: Preferences, edge?: Edge) =>
+export const record = (heldId: string, req: Signed<ProposeCall>, prefs: Preferences, edge?: Edge) =>
   Effect.gen(function* () {
     const store = yield* HeldCallStore
     const p = req.payload
@@ -111,6 +115,13 @@ export const record = (heldId: string, req: Signed<ProposePayload>, prefs: Prefe
             return f.lifecycle === "open" || f.lifecycle === "completed"
               ? conflict("already_dispatched", `held call ${heldId} was already dispatched; a changed proposal needs a new call_id`)
               : conflict(`call_${f.lifecycle}`, `held call ${heldId} is ${f.lifecycle}; a changed proposal needs a new call_id`)
+          }
+          // An edit names the generation it replaces; a proposal that names none (or an old one) never edits.
+          if (f.spec !== null) {
+            const superseded = supersededProposal(f, p.supersedes)
+            if (superseded !== undefined) return superseded
+          } else if (p.supersedes !== undefined) {
+            return conflict("superseded", `held call ${heldId} has no generation ${p.supersedes} to supersede`)
           }
           const generation = f.generation + 1
           const now = Date.now()

@@ -31,7 +31,12 @@ export type Decision = typeof Decision.Type
 export const WitnessRequest = Schema.Struct({
   contract: WitnessContract,
   contract_digest: Schema.String,
-  presentation: JsonObject
+  presentation: JsonObject,
+  /**
+   * `sha256(JCS(presentation))`, lowercase hex like `call_digest`: what the witness was shown,
+   * for an attestation to bind to. Absent in events of older kernels.
+   */
+  presentation_digest: Schema.optional(Schema.String)
 })
 export type WitnessRequest = typeof WitnessRequest.Type
 
@@ -61,6 +66,21 @@ export const CallHeld = Schema.Struct({
   type: Schema.Literal("call.held"),
   witness_request: WitnessRequest,
   expires_at: Schema.String
+})
+
+/**
+ * The kernel re-presents the current proposal as a new generation because its canonical call
+ * changed (a policy change made a transform produce another call): no evidence about the old
+ * call can count, and witnesses are shown the new call (`call.held` of this generation).
+ */
+export const CallRepresented = Schema.Struct({
+  ...Base,
+  type: Schema.Literal("call.represented"),
+  /** The canonical call digest the previous generation presented. */
+  from_call_digest: Schema.String,
+  /** The canonical call digest of this generation. */
+  call_digest: Schema.String,
+  policy_epoch: Schema.Int
 })
 
 export const CallDenied = Schema.Struct({ ...Base, type: Schema.Literal("call.denied"), reasons: Schema.Array(Reason) })
@@ -235,6 +255,7 @@ export const HeldEvent = Schema.Union(
   CallProposed,
   CallAdjudicated,
   CallHeld,
+  CallRepresented,
   CallDenied,
   AttestationAccepted,
   AttestationRejected,

@@ -76,6 +76,12 @@ export const HeldCallFacts = Schema.Struct({
    * to (`call_digest`). Null until adjudicated. Absent in projections of older kernels.
    */
   executed: Schema.optionalWith(Schema.NullOr(Schema.Struct({ tool: Schema.String, args: JsonObject, call_digest: Schema.String })), { default: () => null }),
+  /**
+   * Set once the kernel re-presented the last proposal (`call.represented`): that proposal's
+   * generation; the generations after it up to `generation` present the same proposal. An edit
+   * must supersede one of them. Absent: the last proposal is `generation` itself.
+   */
+  proposed_generation: Schema.optional(Schema.Int),
   /** The rule in force: the contract's rule, or the fallback route after a timeout. */
   active_rule: Schema.NullOr(WitnessRule),
   /** True once a 202 was answered: the end of the call is then delivered to the session. */

@@ -45,7 +45,12 @@ const fields = {
   require_witness: Schema.optional(Schema.Boolean),
   /** Tools (a trailing `*` matches a prefix) that always need a witness: "always witness money movement". */
   always_witness: Schema.optional(Schema.Array(ToolPattern).pipe(Schema.maxItems(100))),
-  /** The witness rule for holds that preferences cause ("route me"); policy holds keep theirs. */
+  /**
+   * Who may witness the holds that preferences cause ("route me"): only approvals from witnesses
+   * the route admits count (runtime/schema/WitnessContract.ts `routeAdmits`). It picks among the
+   * witnesses the hold's contract admits and never replaces it; routes of several layers and the
+   * call all apply. Policy holds keep their contract.
+   */
   witness_route: Schema.optional(WitnessRule),
   /** Shorten the hold (fail closed sooner); never lengthens the profile's limit. */
   expires_in_ms: Schema.optional(Schema.Int.pipe(Schema.positive())),

@@ -2,6 +2,41 @@ import { Schema } from "effect"
 import { PluginPin } from "../plugins/PluginPin.js"
 import { Preferences } from "./Preferences.js"
 import { WitnessContract } from "./WitnessContract.js"
+import type { JsonValue } from "./Json.js"
+
+/**
+ * Tool names starting with `kernel_` belong to the kernel (`kernel_policy_apply`): only the
+ * kernel's own path proposes and decides them. No profile grants one, and no transform pin's
+ * config names one (an alias onto a kernel tool would skip the kernel's own checks).
+ */
+export const ReservedToolPrefix = "kernel_"
+
+/** Whether a tool name is reserved for the kernel. */
+export const isReservedTool = (tool: string): boolean => tool.startsWith(ReservedToolPrefix)
+
+const GrantedTool = Schema.String.pipe(
+  Schema.filter((tool) => !isReservedTool(tool) || `'${tool}' is a reserved kernel tool: tools named ${ReservedToolPrefix}* are never granted`)
+)
+
+/** The path (inside `value`) of the first string that names a reserved kernel tool, if any. */
+const reservedToolIn = (value: JsonValue | undefined, path: ReadonlyArray<string> = []): { path: ReadonlyArray<string>; tool: string } | undefined => {
+  if (typeof value === "string") return isReservedTool(value) ? { path, tool: value } : undefined
+  if (value === null || typeof value !== "object") return undefined
+  for (const [k, v] of Array.isArray(value) ? value.map((v, i) => [String(i), v] as const) : Object.entries(value)) {
+    const hit = reservedToolIn(v, [...path, k])
+    if (hit !== undefined) return hit
+  }
+  return undefined
+}
+
+/** A pin; a transform pin whose config names a kernel tool is refused at that config field. */
+const ProfilePin = PluginPin.pipe(
+  Schema.filter((pin) => {
+    if (!pin.stages.includes("transform")) return true
+    const hit = reservedToolIn(pin.config)
+    return hit === undefined || { path: ["config", ...hit.path], message: `'${hit.tool}' is a reserved kernel tool: a transform may not produce a ${ReservedToolPrefix}* call` }
+  })
+)
 
 /** A registered principal: its ed25519 public keys (base64) and witness classes. */
 export const PrincipalEntry = Schema.Struct({
@@ -19,7 +54,9 @@ export const ToolRule = Schema.Struct({
   deny_above: Schema.optional(Schema.Number),
   /** Always needs a witness. */
   always_witness: Schema.optional(Schema.Boolean),
-  contract: Schema.optional(WitnessContract)
+  contract: Schema.optional(
+    WitnessContract.pipe(Schema.filter((c) => c.route === undefined || { path: ["route"], message: "a contract's route comes from preferences.witness_route, not from a rule" }))
+  )
 })
 export type ToolRule = typeof ToolRule.Type
 
@@ -31,7 +68,7 @@ export const Profile = Schema.Struct({
   layer: Schema.optional(Layer),
   principals: Schema.optional(Schema.Record({ key: Schema.String, value: PrincipalEntry })),
   /** Tools each principal may call at all; everything else is denied by the kernel floor. */
-  grants: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Array(Schema.String) })),
+  grants: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Array(GrantedTool) })),
   rules: Schema.optional(Schema.Record({ key: Schema.String, value: ToolRule })),
   /** How long a held call waits before it expires. */
   held_ttl_ms: Schema.optional(Schema.Int.pipe(Schema.positive())),
@@ -42,6 +79,6 @@ export const Profile = Schema.Struct({
   /** Preferences per principal ("*" for every principal); they only narrow (runtime/policy/Preferences.ts). */
   preferences: Schema.optional(Schema.Record({ key: Schema.String, value: Preferences })),
   /** Plugins this profile pins by name, version, sha256 and signer (runtime/plugins/PluginPin.ts). */
-  plugins: Schema.optional(Schema.Array(PluginPin))
+  plugins: Schema.optional(Schema.Array(ProfilePin))
 })
 export type Profile = typeof Profile.Type

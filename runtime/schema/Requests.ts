@@ -17,9 +17,25 @@ export const ProposePayload = Schema.Struct({
   continuation_ref: Schema.optional(Schema.String.pipe(Schema.maxLength(4096))),
   preferences: Schema.optional(CallPreferences),
   /** Proposes this call as a dependency of an open held call (nested hold): the parent waits for it to end. */
-  parent_held_id: Schema.optional(HeldId)
+  parent_held_id: Schema.optional(HeldId),
+  /** Makes every envelope unique: the same payload signed twice is two requests, the same envelope sent twice is one. */
+  nonce: Schema.String.pipe(Schema.minLength(8), Schema.maxLength(128)),
+  /** After this time the envelope is refused; at most `MaxProposeTtlMs` ahead of the kernel's clock. */
+  expires_at: Timestamp,
+  /** An edit: the generation of this call it replaces (the `generation` of its last held reply). */
+  supersedes: Schema.optional(Schema.Int.pipe(Schema.positive()))
 })
 export type ProposePayload = typeof ProposePayload.Type
+
+/** How far ahead a propose envelope's `expires_at` may lie: a captured envelope is useless after this. */
+export const MaxProposeTtlMs = 15 * 60_000
+
+/**
+ * A proposal as the kernel records it. A `policy.apply` widening is recorded as a proposal of
+ * `kernel_policy_apply` built by the kernel from the admin's signed request, which carries no
+ * propose nonce or expiry of its own.
+ */
+export type ProposeCall = Omit<ProposePayload, "nonce" | "expires_at"> & Partial<Pick<ProposePayload, "nonce" | "expires_at">>
 
 export const AttestDecision = Schema.Literal("approve", "reject", "revoke", "evidence")
 export type AttestDecision = typeof AttestDecision.Type

@@ -1,3 +1,9 @@
+/**
+ * Tools named `kernel_*` are the kernel's own (`kernel_policy_apply`): they travel on
+ * `wk.v1.kernel.tools.>`, which only kernel users may use, never on the tool services' subjects.
+ */
+const toolSubjectPrefix = (tool: string): string => (tool.startsWith("kernel_") ? `wk.v1.kernel.tools.${tool}` : `wk.v1.tools.${tool}`)
+
 /** Every NATS subject and JetStream name of protocol v1, in one place. */
 export const Subjects = {
   propose: "wk.v1.calls.propose",
@@ -9,12 +15,16 @@ export const Subjects = {
   events: (heldId: string) => `wk.v1.events.${heldId}`,
   policyEvents: "wk.v1.events._policy",
   sessionResults: (sessionId: string) => `wk.v1.sessions.${sessionId}.results`,
-  toolInvoke: (tool: string) => `wk.v1.tools.${tool}.invoke`,
-  toolReadback: (tool: string) => `wk.v1.tools.${tool}.readback`,
+  toolInvoke: (tool: string) => `${toolSubjectPrefix(tool)}.invoke`,
+  toolReadback: (tool: string) => `${toolSubjectPrefix(tool)}.readback`,
   witnessRequests: (heldId: string) => `wk.v1.witness.requests.${heldId}`,
   wake: (heldId: string) => `wk.v1.wakes.${heldId}`,
-  /** A live agent keeps a subscription here; no subscriber means the session is gone (cancel_on_disconnect). */
-  presence: (sessionId: string) => `wk.v1.presence.${sessionId}`
+  /**
+   * A live agent keeps a subscription here; no subscriber means the session is gone
+   * (cancel_on_disconnect). The trailing `live` token lets nats.conf grant one-token sessions
+   * (`wk.v1.presence.*.live`) without granting `wk.v1.presence.>`.
+   */
+  presence: (sessionId: string) => `wk.v1.presence.${sessionId}.live`
 } as const
 
 export const Streams = {

@@ -31,6 +31,12 @@ export type Fallback = typeof Fallback.Type
 /** The condition a held call waits on. Its JCS sha256 is the `contract_digest`. */
 export const WitnessContract = Schema.Struct({
   rule: WitnessRule,
+  /**
+   * Who may witness, from a `witness_route` preference: only approvals from witnesses the route
+   * admits (`routeAdmits`) count toward `rule`. A route picks among the witnesses the rule admits;
+   * it never replaces the rule, so it only narrows. Vetoes are not routed.
+   */
+  route: Schema.optional(WitnessRule),
   /** One `reject` from a principal of a veto class ends the call (denied). */
   veto: Schema.optional(Schema.Array(Schema.String)),
   fallback: Schema.optional(Fallback),
@@ -38,3 +44,16 @@ export const WitnessContract = Schema.Struct({
   summary: Schema.optional(Schema.String)
 })
 export type WitnessContract = typeof WitnessContract.Type
+
+/**
+ * Whether a route admits a witness: a `principal` leaf by name, a `class` leaf when the witness
+ * is registered with that class (its `count` is not used: the contract's rule says how many);
+ * `all` when every part admits it, `any` when one does, `quorum` when at least `n` do.
+ */
+export const routeAdmits = (route: WitnessRule, witness: string, classes: ReadonlyArray<string>): boolean => {
+  if ("principal" in route) return route.principal === witness
+  if ("class" in route) return classes.includes(route.class)
+  if ("all" in route) return route.all.every((r) => routeAdmits(r, witness, classes))
+  if ("any" in route) return route.any.some((r) => routeAdmits(r, witness, classes))
+  return route.quorum.of.filter((r) => routeAdmits(r, witness, classes)).length >= route.quorum.n
+}

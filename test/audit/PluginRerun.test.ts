@@ -36,7 +36,7 @@ beforeAll(async () => {
     adjudicator: layerPluginAdjudicator.pipe(Layer.provide(host)),
     admission: layerPluginAdmission.pipe(Layer.provide(host))
   })
-  const [tool, agent, witness] = await Promise.all([connectAs(nats.servers, "tool"), connectAs(nats.servers, "agent"), connectAs(nats.servers, "witness")])
+  const [tool, agent, witness] = await Promise.all([connectAs(nats.servers, "bank"), connectAs(nats.servers, "agent"), connectAs(nats.servers, "witness")])
   conns = [tool, agent, witness, kernelConn]
   new DemoBank().serve(tool)
   const alice = clientFor(agent, "agent:alice")

@@ -62,7 +62,7 @@ describe.skipIf(!enabled)("3-node NATS cluster", () => {
     kernels.push(kernelB)
 
     const applied = new Map<string, number>()
-    const toolConn = await connectAs(n[2]!.servers, "tool", { maxReconnectAttempts: -1 })
+    const toolConn = await connectAs(n[2]!.servers, "bank", { maxReconnectAttempts: -1 })
     conns.push(toolConn)
     const bank = new DemoBank({ onApplied: (_t, key) => void applied.set(key, (applied.get(key) ?? 0) + 1) }).serve(toolConn)
     const agentConn = await connectAs(n[2]!.servers, "agent")

@@ -123,7 +123,7 @@ export const runSoak = async (o: SoakOptions): Promise<SoakReport> => {
           for (const slot of pool.live()) pool.crash(slot, 500 + random() * 1500)
         }
       }
-    }).serve(await conn("tool"))
+    }).serve(await conn("bank"))
     const kernelConn = await conn("kernel")
     const witnessConn = await conn("witness")
     const agentConns = await Promise.all(Array.from({ length: Math.min(o.agents, 4) }, () => conn("agent")))

@@ -56,7 +56,7 @@ const held = async (amount = 2_500) => {
 beforeAll(async () => {
   nats = await startTestNats()
   kernel = await startKernel(nats.servers, [testProfile()])
-  toolConn = await connectAs(nats.servers, "tool")
+  toolConn = await connectAs(nats.servers, "bank")
   bank = new DemoBank().serve(toolConn)
   agentConn = await connectAs(nats.servers, "agent")
   alice = clientFor(agentConn, "agent:alice")

@@ -81,7 +81,7 @@ beforeAll(async () => {
   nats = await startTestNats()
   const profiles = await Effect.runPromise(loadProfileFiles(join(repoRoot, "profiles")))
   kernel = await startKernel(nats.servers, profiles)
-  toolConn = await connectAs(nats.servers, "tool")
+  toolConn = await connectAs(nats.servers, "bank")
   bank = new DemoBank().serve(toolConn)
 }, 120_000)
 

@@ -18,6 +18,7 @@ let echo: EchoTool
 let agentConn: NatsConnection
 let witnessConn: NatsConnection
 let toolConn: NatsConnection
+let echoConn: NatsConnection
 let kernelConn: NatsConnection
 let alice: WitnessClient
 let fraud: WitnessClient
@@ -70,8 +71,9 @@ const effectsOf = async (id: string) => (await eventsOf(kernelConn, id)).filter(
 beforeAll(async () => {
   nats = await startTestNats()
   kernel = await startKernel(nats.servers, [profile])
-  toolConn = await connectAs(nats.servers, "tool")
-  echo = new EchoTool(["money_transfer", "fraud_check", "account_history", "ledger_scan"]).serve(toolConn)
+  toolConn = await connectAs(nats.servers, "bank")
+  echoConn = await connectAs(nats.servers, "echo")
+  echo = new EchoTool(["money_transfer", "fraud_check", "account_history", "ledger_scan"]).serve((tool) => (tool === "money_transfer" ? toolConn : echoConn))
   agentConn = await connectAs(nats.servers, "agent")
   witnessConn = await connectAs(nats.servers, "witness")
   kernelConn = await connectAs(nats.servers, "kernel")
@@ -87,7 +89,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await kernel?.stop()
   echo?.stop()
-  await Promise.all([agentConn, witnessConn, toolConn, kernelConn].map((c) => c?.close()))
+  await Promise.all([agentConn, witnessConn, toolConn, echoConn, kernelConn].map((c) => c?.close()))
   await nats?.dispose()
 })
 

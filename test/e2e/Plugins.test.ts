@@ -17,6 +17,7 @@ let bank: DemoBank
 let agentConn: NatsConnection
 let witnessConn: NatsConnection
 let toolConn: NatsConnection
+let echoConn: NatsConnection
 let kernelConn: NatsConnection
 let alice: WitnessClient
 let carol: WitnessClient
@@ -39,9 +40,10 @@ const call = (tool: string, args: Record<string, unknown>) => ({ session_id: "s-
 beforeAll(async () => {
   nats = await startTestNats()
   kernel = await startKernel(nats.servers, [profile])
-  toolConn = await connectAs(nats.servers, "tool")
+  toolConn = await connectAs(nats.servers, "bank")
+  echoConn = await connectAs(nats.servers, "echo")
   bank = new DemoBank().serve(toolConn)
-  toolConn.subscribe(Subjects.toolInvoke("leaky_read"), { callback: (_e, m) => void m.respond(JSON.stringify({ ok: true, result: { notes: ["hello", `aws key ${Secret}`] } })) })
+  echoConn.subscribe(Subjects.toolInvoke("leaky_read"), { callback: (_e, m) => void m.respond(JSON.stringify({ ok: true, result: { notes: ["hello", `aws key ${Secret}`] } })) })
   agentConn = await connectAs(nats.servers, "agent")
   witnessConn = await connectAs(nats.servers, "witness")
   kernelConn = await connectAs(nats.servers, "kernel")
@@ -51,7 +53,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await kernel?.stop()
-  await Promise.all([agentConn, witnessConn, toolConn, kernelConn].map((c) => c?.close()))
+  await Promise.all([agentConn, witnessConn, toolConn, echoConn, kernelConn].map((c) => c?.close()))
   await nats?.dispose()
 })
 

@@ -29,7 +29,7 @@ const heldOf = async (id: string) => (await root.get(id)).held!
 beforeAll(async () => {
   nats = await startTestNats()
   kernel = await startKernel(nats.servers, [profile])
-  conns = await Promise.all((["kernel", "witness", "agent", "tool"] as const).map((r) => connectAs(nats.servers, r)))
+  conns = await Promise.all((["kernel", "witness", "agent", "bank"] as const).map((r) => connectAs(nats.servers, r)))
   root = clientFor(conns[0]!, "admin:root")
   ops = clientFor(conns[1]!, "admin:ops")
   alice = clientFor(conns[2]!, "agent:alice")

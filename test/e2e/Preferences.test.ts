@@ -56,7 +56,7 @@ const approve = (c: WitnessClient, h: Held) =>
 beforeAll(async () => {
   nats = await startTestNats()
   kernel = await startKernel(nats.servers, [org, bobLayer], { config: { presenceIntervalMs: 200 } })
-  toolConn = await connectAs(nats.servers, "tool")
+  toolConn = await connectAs(nats.servers, "bank")
   bank = new DemoBank().serve(toolConn)
   agentConn = await connectAs(nats.servers, "agent")
   witnessConn = await connectAs(nats.servers, "witness")
@@ -132,7 +132,7 @@ describe("scope, route, timeout, transforms, disclosure", () => {
 
   it("witness_route: a preference-caused hold waits on the route the caller names", async () => {
     const h = (await alice.propose(transfer(20, { require_witness: true, witness_route: { principal: "user:dave" } }))) as Held & { witness_request: { contract: unknown } }
-    expect(h.witness_request.contract).toMatchObject({ rule: { principal: "user:dave" } })
+    expect(h.witness_request.contract).toMatchObject({ rule: { class: "human" }, route: { principal: "user:dave" } })
     // carol is human but not the named route: not enough.
     await approve(carol, h)
     expect((await alice.get(h.held_id)).held).toMatchObject({ lifecycle: "open", readiness: "unsatisfied" })

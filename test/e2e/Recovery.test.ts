@@ -13,6 +13,7 @@ let nats: TestNats
 let agentConn: NatsConnection
 let witnessConn: NatsConnection
 let toolConn: NatsConnection
+let echoConn: NatsConnection
 let kernelConn: NatsConnection
 let alice: WitnessClient
 let carol: WitnessClient
@@ -44,7 +45,8 @@ beforeAll(async () => {
   profiles = profileDir([profile])
   agentConn = await connectAs(nats.servers, "agent")
   witnessConn = await connectAs(nats.servers, "witness")
-  toolConn = await connectAs(nats.servers, "tool")
+  toolConn = await connectAs(nats.servers, "bank")
+  echoConn = await connectAs(nats.servers, "echo")
   kernelConn = await connectAs(nats.servers, "kernel")
   alice = clientFor(agentConn, "agent:alice")
   carol = clientFor(witnessConn, "user:carol")
@@ -52,7 +54,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all(kernels.map((k) => k.kill()))
-  await Promise.all([agentConn, witnessConn, toolConn, kernelConn].map((c) => c?.close()))
+  await Promise.all([agentConn, witnessConn, toolConn, echoConn, kernelConn].map((c) => c?.close()))
   await nats?.dispose()
 })
 
@@ -130,7 +132,7 @@ describe("execution and recovery", () => {
     let victim = await startKernel()
     const tool = new EchoTool(["no_readback_op"], false)
     let first = true
-    const sub = toolConn.subscribe("wk.v1.tools.no_readback_op.invoke", {
+    const sub = echoConn.subscribe("wk.v1.tools.no_readback_op.invoke", {
       callback: () => {
         tool.invocations.set("any", (tool.invocations.get("any") ?? 0) + 1)
         if (first) {

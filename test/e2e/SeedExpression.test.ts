@@ -43,7 +43,7 @@ beforeAll(async () => {
   nats = await startTestNats()
   const rules = Object.fromEntries(Object.entries(contracts).map(([mode, contract]) => [mode === "veto" ? "transfer_vetoed" : "transfer_plain", { always_witness: true, contract }]))
   kernel = await startKernel(nats.servers, [testProfile({ rules, grants: { "agent:alice": Object.keys(rules) } })])
-  conns = await Promise.all((["tool", "agent", "witness"] as const).map((r) => connectAs(nats.servers, r)))
+  conns = await Promise.all((["echo", "agent", "witness"] as const).map((r) => connectAs(nats.servers, r)))
   bank = new EchoTool(["transfer_vetoed", "transfer_plain"]).serve(conns[0]!)
   alice = clientFor(conns[1]!, "agent:alice")
   witnesses = new Map(kinds.map((k) => [k.witness, clientFor(conns[2]!, k.witness)]))

@@ -16,7 +16,7 @@ const conns: Array<NatsConnection> = []
 beforeAll(async () => {
   nats = await startTestNats()
   kernel = await startKernel(nats.servers, [testProfile()])
-  for (const role of ["tool", "alice", "bob", "witness"] as const) conns.push(await connectAs(nats.servers, role))
+  for (const role of ["bank", "alice", "bob", "witness"] as const) conns.push(await connectAs(nats.servers, role))
   new DemoBank().serve(conns[0]!)
 })
 

@@ -18,6 +18,7 @@ let echo: EchoTool
 let agentConn: NatsConnection
 let witnessConn: NatsConnection
 let toolConn: NatsConnection
+let echoConn: NatsConnection
 let kernelConn: NatsConnection
 let alice: WitnessClient
 let carol: WitnessClient
@@ -60,9 +61,10 @@ const bindingOf = (h: Held) => ({ held_id: h.held_id, generation: h.generation, 
 beforeAll(async () => {
   nats = await startTestNats()
   kernel = await startKernel(nats.servers, [profile], { config: { executorPaused: () => paused } })
-  toolConn = await connectAs(nats.servers, "tool")
+  toolConn = await connectAs(nats.servers, "bank")
+  echoConn = await connectAs(nats.servers, "echo")
   bank = new DemoBank().serve(toolConn)
-  echo = new EchoTool(["quorum_op", "fallback_deny_op", "fallback_route_op"]).serve(toolConn)
+  echo = new EchoTool(["quorum_op", "fallback_deny_op", "fallback_route_op"]).serve(echoConn)
   agentConn = await connectAs(nats.servers, "agent")
   witnessConn = await connectAs(nats.servers, "witness")
   kernelConn = await connectAs(nats.servers, "kernel")
@@ -77,7 +79,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await kernel?.stop()
-  await Promise.all([agentConn, witnessConn, toolConn, kernelConn].map((c) => c?.close()))
+  await Promise.all([agentConn, witnessConn, toolConn, echoConn, kernelConn].map((c) => c?.close()))
   await nats?.dispose()
 })
 

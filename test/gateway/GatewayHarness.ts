@@ -40,10 +40,11 @@ export const gatewayProfile = () => {
 export const startGatewayHarness = async (): Promise<GatewayHarness> => {
   const nats = await startTestNats()
   const kernel: InProcessKernel = await startKernel(nats.servers, [gatewayProfile()])
-  const toolConn = await connectAs(nats.servers, "tool")
+  const toolConn = await connectAs(nats.servers, "bank")
+  const echoConn = await connectAs(nats.servers, "echo")
   const kernelConn = await connectAs(nats.servers, "kernel")
   const bank = new DemoBank().serve(toolConn)
-  serveVault(toolConn)
+  serveVault(echoConn)
   const gateway = ManagedRuntime.make(layerGateway({ nats: { servers: nats.servers, ...Roles.gateway }, port: 0 }))
   const address = await gateway.runPromise(Effect.map(HttpServer.HttpServer, (s) => s.address))
   if (address._tag !== "TcpAddress") throw new Error("gateway is not on TCP")
@@ -55,7 +56,7 @@ export const startGatewayHarness = async (): Promise<GatewayHarness> => {
     stop: async () => {
       await gateway.dispose()
       await kernel.stop()
-      await Promise.all([toolConn.close(), kernelConn.close()])
+      await Promise.all([toolConn.close(), echoConn.close(), kernelConn.close()])
       await nats.dispose()
     }
   }
@@ -67,7 +68,7 @@ export const signedAs = (principal: string, payload: Record<string, unknown>) =>
 let n = 0
 /** A propose envelope for a transfer by agent:alice (above 1000 is held for a human). */
 export const transfer = (amount: number, session = "s-gw", preferences?: Record<string, unknown>) =>
-  signedAs("agent:alice", { op: "propose", session_id: session, turn_id: "t1", call_id: `gw${Date.now()}-${++n}`, tool: "money_transfer", args: { from: "alice", to: "bob", amount }, ...(preferences ? { preferences } : {}) })
+  signedAs("agent:alice", { op: "propose", session_id: session, turn_id: "t1", call_id: `gw${Date.now()}-${++n}`, tool: "money_transfer", args: { from: "alice", to: "bob", amount }, ...(preferences ? { preferences } : {}), nonce: `gw-nonce-${n}`, expires_at: new Date(Date.now() + 300_000).toISOString() })
 
 export const post = async (url: string, body: unknown) => {
   const r = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: typeof body === "string" ? body : JSON.stringify(body) })

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Effect } from "effect"
-import { connect, errors, type NatsConnection, type Subscription } from "@nats-io/transport-node"
+import { connect, errors, nanos, type NatsConnection, type Subscription } from "@nats-io/transport-node"
 import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream"
 import { Kvm } from "@nats-io/kv"
 import { layerNats, Nats, natsOptionsFromUrl } from "../../runtime/ledger/Nats.js"
@@ -10,6 +10,9 @@ import { Buckets, Streams, Subjects } from "../../runtime/schema/Subjects.js"
 import { Roles, startTestNats, type TestNats } from "../support/TestNats.js"
 import { clientFor, connectAs } from "../support/Principals.js"
 import { eventually } from "../support/Stream.js"
+import { readFileSync } from "node:fs"
+import { defaultConfig } from "../../runtime/cli/Paths.js"
+import { toolUserEntry } from "../../runtime/cli/NatsUsers.js"
 
 /**
  * The permission model of nats.conf, against a real nats-server: every refusal is shown by
@@ -51,6 +54,20 @@ const permissionDenied = (e: unknown): boolean => {
 /** Waits until the server has refused `operation` on `subject` for this role's connection. */
 const refused = (role: Role, operation: "publish" | "subscription", subject: string) =>
   eventually(async () => violations.get(role)!.find((v) => v.operation === operation && v.subject === subject), 3000, 10)
+
+/** An ephemeral pull consumer on WK_SESSIONS filtered to `subject`: named (the filter in the create subject) or unnamed. */
+const sessionReader = async (role: Role, subject: string, named: boolean) => {
+  const jsm = await jetstreamManager(conn(role), { timeout: 2000 })
+  const ci = await jsm.consumers.add(Streams.sessions, { ...(named ? { name: `r_${token()}` } : {}), filter_subject: subject, ack_policy: AckPolicy.None, deliver_policy: DeliverPolicy.All, inactive_threshold: nanos(30_000), mem_storage: true })
+  return jetstream(conn(role), { timeout: 3000 }).consumers.get(Streams.sessions, ci.name)
+}
+
+/** Durable consumers on WK_SESSIONS (the kernel has none there). */
+const durablesOnSessions = async (): Promise<Array<string>> => {
+  const out: Array<string> = []
+  for await (const c of (await jetstreamManager(kernel())).consumers.list(Streams.sessions)) if (c.config.durable_name !== undefined) out.push(c.name)
+  return out
+}
 
 /** Subscribes as the kernel and counts what arrives. */
 const observe = async (subject: string) => {
@@ -167,12 +184,11 @@ describe("agent", () => {
     for (const subject of [Subjects.propose, Subjects.get, Subjects.cancel, Subjects.ack]) await expectPublishAllowed("agent", subject)
   })
 
-  it("reads its session results from WK_SESSIONS with an ordered consumer", async () => {
+  it("reads its session results from WK_SESSIONS with an ephemeral consumer", async () => {
     const session = token()
     const subject = Subjects.sessionResults(session)
     await jetstream(kernel()).publish(subject, encoder.encode(JSON.stringify({ held_id: "h_1", session_id: session, delivery_id: "d1" })))
-    const js = jetstream(conn("agent"), { timeout: 3000 })
-    const consumer = await js.consumers.get(Streams.sessions, { filter_subjects: subject })
+    const consumer = await sessionReader("agent", subject, false)
     const m = await consumer.next({ expires: 2000 })
     expect(m?.subject).toBe(subject)
     expect(m?.json()).toMatchObject({ session_id: session, delivery_id: "d1" })
@@ -189,6 +205,37 @@ describe("agent", () => {
     await jetstream(kernel()).publish(Subjects.sessionResults(session), encoder.encode(JSON.stringify(delivery)))
     const got = await clientFor(conn("agent"), "agent:alice").result(delivery.held_id, { sessionId: session, ack: false, timeoutMs: 3000 })
     expect(got).toEqual(delivery)
+  })
+
+  it("cannot create a durable consumer that would outlive it: not by name, not by the durable API, not by the unnamed create", async () => {
+    const jsm = await jetstreamManager(conn("agent"), { timeout: 2000 })
+    const name = `evil_${token()}`
+    const durable = { durable_name: name, filter_subject: "wk.v1.sessions.>", ack_policy: AckPolicy.None }
+    // nats.js sends a named config to CONSUMER.CREATE.<stream>.<name>.<filter>: not granted.
+    await expect(jsm.consumers.add(Streams.sessions, { ...durable, name })).rejects.toSatisfy(permissionDenied)
+    await refused("agent", "publish", `$JS.API.CONSUMER.CREATE.${Streams.sessions}.${name}.wk.v1.sessions.>`)
+    const legacy = `$JS.API.CONSUMER.DURABLE.CREATE.${Streams.sessions}.${name}`
+    conn("agent").publish(legacy, encoder.encode(JSON.stringify({ stream_name: Streams.sessions, config: durable })))
+    await refused("agent", "publish", legacy)
+    // The unnamed create is granted, and there the server itself refuses a durable name.
+    const r = await conn("agent").request(`$JS.API.CONSUMER.CREATE.${Streams.sessions}`, encoder.encode(JSON.stringify({ stream_name: Streams.sessions, config: durable })), { timeout: 3000 })
+    expect(r.json<{ error?: { err_code: number } }>().error?.err_code).toBe(10020)
+    expect(await durablesOnSessions()).toEqual([])
+  })
+
+  it("cannot keep other sessions present: no wildcard over presence, no confined agent's session; its own one-token sessions only", async () => {
+    for (const subject of ["wk.v1.presence.>", "wk.v1.presence.*.>", Subjects.presence(`alice.${token()}`), "wk.v1.presence.alice.>"]) {
+      const sub = conn("agent").subscribe(subject)
+      await conn("agent").flush()
+      await refused("agent", "subscription", subject)
+      await expect(sub.closed).resolves.toBeInstanceOf(errors.PermissionViolationError)
+    }
+    const own = Subjects.presence(token())
+    conn("agent").subscribe(own)
+    await conn("agent").flush()
+    const probe = await kernel().request(own, encoder.encode(""), { timeout: 300 }).then(() => "answered", (e: unknown) => (e instanceof errors.TimeoutError || (e instanceof Error && /timeout/i.test(e.message)) ? "present" : String(e)))
+    expect(probe).toBe("present")
+    expect(violations.get("agent")!.filter((v) => v.subject === own)).toEqual([])
   })
 
   it("subscribes live to its session results", async () => {
@@ -212,7 +259,7 @@ describe("isolated agent", () => {
     conn("alice").subscribe(subject, { callback: (_e, m) => { got.push(m.string()) } })
     await conn("alice").flush()
     await jetstream(kernel()).publish(subject, encoder.encode(JSON.stringify({ held_id: "h_1", session_id: session, delivery_id: "d1" })))
-    const consumer = await jetstream(conn("alice"), { timeout: 3000 }).consumers.get(Streams.sessions, { filter_subjects: subject })
+    const consumer = await sessionReader("alice", subject, true)
     const m = await consumer.next({ expires: 2000 })
     expect(m?.json()).toMatchObject({ session_id: session, delivery_id: "d1" })
     await consumer.delete()
@@ -227,16 +274,30 @@ describe("isolated agent", () => {
     await conn("alice").flush()
     await refused("alice", "subscription", subject)
     await expect(sub.closed).resolves.toBeInstanceOf(errors.PermissionViolationError)
-    const js = jetstream(conn("alice"), { timeout: 2000 })
-    await expect(js.consumers.get(Streams.sessions, { filter_subjects: subject }).then((c) => c.next({ expires: 1000 }))).rejects.toSatisfy(permissionDenied)
-    await expect(js.consumers.get(Streams.sessions, { filter_subjects: "wk.v1.sessions.>" }).then((c) => c.next({ expires: 1000 }))).rejects.toSatisfy(permissionDenied)
+    await expect(sessionReader("alice", subject, true)).rejects.toSatisfy(permissionDenied)
+    await expect(sessionReader("alice", "wk.v1.sessions.>", true)).rejects.toSatisfy(permissionDenied)
+    await expect(sessionReader("alice", subject, false)).rejects.toSatisfy(permissionDenied)
     const jsm = await jetstreamManager(conn("alice"), { timeout: 2000, checkAPI: false })
     await expect(jsm.direct.getMessage(Streams.sessions, { last_by_subj: subject })).rejects.toSatisfy(permissionDenied)
     await expect(jsm.streams.getMessage(Streams.sessions, { last_by_subj: subject })).rejects.toSatisfy(permissionDenied)
     // Control: bob reads it.
-    const mine = await jetstream(conn("bob"), { timeout: 3000 }).consumers.get(Streams.sessions, { filter_subjects: subject })
+    const mine = await sessionReader("bob", subject, true)
     expect((await mine.next({ expires: 2000 }))?.json()).toEqual({ secret: "bob's result" })
     await mine.delete()
+  })
+
+  it("cannot list other agents' session ids: no stream info (a subjects filter would name them)", async () => {
+    await jetstream(kernel()).publish(Subjects.sessionResults(`bob.${token()}`), encoder.encode("{}"))
+    const jsm = await jetstreamManager(conn("alice"), { timeout: 2000 })
+    await expect(jsm.streams.info(Streams.sessions, { subjects_filter: "wk.v1.sessions.>" })).rejects.toSatisfy(permissionDenied)
+    await expect(jsm.streams.info(Streams.sessions)).rejects.toSatisfy(permissionDenied)
+  })
+
+  it("cannot create a durable consumer, even on its own sessions, by the durable API", async () => {
+    const name = `evil_${token()}`
+    const legacy = `$JS.API.CONSUMER.DURABLE.CREATE.${Streams.sessions}.${name}`
+    conn("alice").publish(legacy, encoder.encode(JSON.stringify({ stream_name: Streams.sessions, config: { durable_name: name, filter_subject: "wk.v1.sessions.alice.>" } })))
+    await refused("alice", "publish", legacy)
   })
 
   it("cannot read held calls with held.get (unsigned: it would show any call's result)", async () => {
@@ -446,25 +507,59 @@ describe("witness", () => {
 })
 
 describe("tool service", () => {
-  it("serves wk.v1.tools.> and answers the kernel's requests", async () => {
-    const tool = token()
-    const sub = conn("tool").subscribe("wk.v1.tools.>", { callback: (_e, m) => { m.respond(encoder.encode(JSON.stringify({ ok: true, result: { subject: m.subject } }))) } })
-    await conn("tool").flush()
-    const reply = await kernel().request(Subjects.toolInvoke(tool), encoder.encode("{}"), { timeout: 3000 })
-    expect(reply.json()).toEqual({ ok: true, result: { subject: Subjects.toolInvoke(tool) } })
+  it("each tool service serves its own tools and answers the kernel's requests", async () => {
+    const sub = conn("bank").subscribe(Subjects.toolInvoke("bank_balance"), { callback: (_e, m) => { m.respond(encoder.encode(JSON.stringify({ ok: true, result: { subject: m.subject } }))) } })
+    await conn("bank").flush()
+    const reply = await kernel().request(Subjects.toolInvoke("bank_balance"), encoder.encode("{}"), { timeout: 3000 })
+    expect(reply.json()).toEqual({ ok: true, result: { subject: Subjects.toolInvoke("bank_balance") } })
     sub.unsubscribe()
+    expect(violations.get("bank")).toEqual([])
+  })
+
+  // Only the tool's own user (and the kernel) may subscribe to its subjects: nobody else can read
+  // its requests, and a reply can only come from a user that received the request.
+  it.each([
+    ["tool", "wk.v1.tools.>"],
+    ["tool", "wk.v1.tools.money_transfer.invoke"],
+    ["tool", "wk.v1.tools.*.invoke"],
+    ["echo", "wk.v1.tools.money_transfer.invoke"],
+    ["echo", "wk.v1.tools.>"],
+    ["bank", "wk.v1.tools.fs_read.invoke"],
+    ["bank", "wk.v1.tools.>"],
+    ["agent", "wk.v1.tools.money_transfer.invoke"],
+    ["witness", "wk.v1.tools.money_transfer.invoke"],
+    ["gateway", "wk.v1.tools.money_transfer.invoke"],
+    ["auditor", "wk.v1.tools.money_transfer.invoke"],
+    ["tool", "wk.v1.kernel.tools.>"],
+    ["bank", "wk.v1.kernel.tools.kernel_policy_apply.invoke"],
+    ["bank", "wk.v1.tools.kernel_policy_apply.invoke"],
+    ["agent", "wk.v1.kernel.tools.>"]
+  ] as const)("%s cannot subscribe to %s", async (role, subject) => {
+    const sub = conn(role).subscribe(subject)
+    await conn(role).flush()
+    await refused(role, "subscription", subject)
+    await expect(sub.closed).resolves.toBeInstanceOf(errors.PermissionViolationError)
+  })
+
+  it("a tool service cannot publish a reply it was not asked for (the kernel's reply inbox)", async () => {
+    for (const role of ["tool", "bank", "echo"] as const) await expectPublishRefused(role, `_INBOX_kernel.${token()}.1`)
   })
 
   it("cannot publish events", async () => {
     const subject = Subjects.events(`h_${token()}`)
-    await expectPublishRefused("tool", subject)
+    await expectPublishRefused("bank", subject)
     expect(await storedOn(Streams.events, subject)).toBe(1)
   })
 
   it("cannot subscribe to event subjects", async () => {
-    conn("tool").subscribe("wk.v1.events.>")
-    await conn("tool").flush()
-    await refused("tool", "subscription", "wk.v1.events.>")
+    conn("bank").subscribe("wk.v1.events.>")
+    await conn("bank").flush()
+    await refused("bank", "subscription", "wk.v1.events.>")
+  })
+
+  it("nats.conf's demo bank user is what `wk nats tool-user` generates", () => {
+    const shipped = readFileSync(defaultConfig, "utf8")
+    expect(shipped).toContain(toolUserEntry("demo-bank", ["money_transfer", "bank_balance"], Roles.bank.pass))
   })
 })
 

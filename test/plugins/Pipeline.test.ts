@@ -62,7 +62,7 @@ describe("pipeline", () => {
       const adj = yield* Adjudicator
       const r = yield* adj.adjudicate({ proposal: proposal("pay", { amount: 1 }), policy: policyWith([alias({ pay: "payments.admin_override" }), fixed({ verdict: "ALLOW" })]), now: Now })
       expect(r.verdict).toBe("DENY")
-      expect(r.reasons[0]!.reason).toContain("not granted")
+      expect(r.reasons[0]!.reason).toContain("has no capability for tool")
     }).pipe(Effect.provide(pipelineLayer()))
   )
 

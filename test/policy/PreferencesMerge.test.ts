@@ -115,9 +115,9 @@ describe("applyPreferences", () => {
     expect(applyPreferences(a, { transforms: { canonicalize: "preview" } }, { tool: "fs_read" }).verdict).toBe("REQUIRE_WITNESS")
   })
 
-  it("given a witness route: a preference-caused hold uses it; a policy hold keeps its own contract", () => {
+  it("given a witness route: a preference-caused hold keeps the human rule and routes it; a policy hold keeps its own contract", () => {
     const allow: Adjudication = { verdict: "ALLOW", reasons: [], decisions: [], executed: { tool: "t", args: {} } }
-    expect(applyPreferences(allow, { require_witness: true, witness_route: { class: "ci" } }, { tool: "t" }).contract?.rule).toEqual({ class: "ci" })
+    expect(applyPreferences(allow, { require_witness: true, witness_route: { class: "ci" } }, { tool: "t" }).contract).toMatchObject({ rule: { class: "human" }, route: { class: "ci" } })
     const held: Adjudication = { ...allow, verdict: "REQUIRE_WITNESS", contract: { rule: { class: "human" } } }
     expect(applyPreferences(held, { require_witness: true, witness_route: { class: "ci" } }, { tool: "t" }).contract?.rule).toEqual({ class: "human" })
   })

@@ -50,7 +50,7 @@ const send = (body: unknown): Promise<Reply> => carol.request(Subjects.attest, b
 beforeAll(async () => {
   nats = await startTestNats()
   kernel = await startKernel(nats.servers, [profile])
-  toolConn = await connectAs(nats.servers, "tool")
+  toolConn = await connectAs(nats.servers, "bank")
   bank = new DemoBank().serve(toolConn)
   agentConn = await connectAs(nats.servers, "agent")
   witnessConn = await connectAs(nats.servers, "witness")

@@ -24,7 +24,7 @@ beforeAll(async () => {
   nats = await startTestNats()
   kernel = await startKernel(nats.servers, [testProfile()])
   conn = await connectAs(nats.servers, "kernel")
-  toolConn = await connectAs(nats.servers, "tool")
+  toolConn = await connectAs(nats.servers, "bank")
   new DemoBank().serve(toolConn)
 })
 
@@ -88,7 +88,7 @@ describe("hostile input on every protocol subject", () => {
   })
 
   it("a replayed signed request is the same request: one held call, no second effect", async () => {
-    const body = new TextEncoder().encode(JSON.stringify(signEnvelope({ op: "propose", principal: "agent:alice", session_id: "s-fuzz", turn_id: "t", call_id: "replay", tool: "money_transfer", args: { from: "rp", to: "b", amount: 5 } }, key)))
+    const body = new TextEncoder().encode(JSON.stringify(signEnvelope({ op: "propose", principal: "agent:alice", session_id: "s-fuzz", turn_id: "t", call_id: "replay", tool: "money_transfer", args: { from: "rp", to: "b", amount: 5 }, nonce: "fuzz-replay", expires_at: new Date(Date.now() + 300_000).toISOString() }, key)))
     const replies = await Promise.all(Array.from({ length: 10 }, () => send(Subjects.propose, body)))
     expect(new Set(replies.map((r) => r.status))).toEqual(new Set([200]))
     expect(new Set(replies.map((r) => (r as unknown as { held_id: string }).held_id)).size).toBe(1)

@@ -26,7 +26,7 @@ const call = (args: Record<string, unknown>, tool = "money_transfer") => ({ sess
 beforeAll(async () => {
   nats = await startTestNats()
   kernel = await startKernel(nats.servers, profiles)
-  toolConn = await connectAs(nats.servers, "tool")
+  toolConn = await connectAs(nats.servers, "bank")
   bank = new DemoBank().serve(toolConn)
   agentConn = await connectAs(nats.servers, "agent")
   kernelConn = await connectAs(nats.servers, "kernel")
@@ -118,7 +118,7 @@ describe("propose over NATS", () => {
   it("malformed, oversized, unsigned, badly signed and wrong-op requests get the documented error and leave no event", async () => {
     const before = await eventCount(kernelConn)
     const key = devKeyPair("agent:alice").secretKey
-    const good = { op: "propose", principal: "agent:alice", session_id: "s-bad", turn_id: "t1", call_id: "bad1", tool: "money_transfer", args: { from: "x", to: "y", amount: 1 } }
+    const good = { op: "propose", principal: "agent:alice", session_id: "s-bad", turn_id: "t1", call_id: "bad1", tool: "money_transfer", args: { from: "x", to: "y", amount: 1 }, nonce: "bad-nonce-1", expires_at: new Date(Date.now() + 300_000).toISOString() }
     const raw = (body: unknown) => alice.request<Record<string, unknown>>(Subjects.propose, body)
 
     expect(await raw(new TextEncoder().encode("{not json"))).toMatchObject({ status: 400, error: { code: "invalid_request" } })

@@ -13,11 +13,13 @@ export class EchoTool {
     return this.applied.size
   }
 
-  serve(nc: NatsConnection): this {
+  /** Serves each tool on `nc`, or on the connection (the tool service identity) `nc(tool)` names. */
+  serve(nc: NatsConnection | ((tool: string) => NatsConnection)): this {
     const enc = new TextEncoder()
     for (const tool of this.tools) {
+      const conn = typeof nc === "function" ? nc(tool) : nc
       this.subs.push(
-        nc.subscribe(Subjects.toolInvoke(tool), {
+        conn.subscribe(Subjects.toolInvoke(tool), {
           callback: (_e, m) => {
             const req = m.json<{ idempotency_key: string; args: unknown }>()
             this.invocations.set(req.idempotency_key, (this.invocations.get(req.idempotency_key) ?? 0) + 1)
@@ -28,7 +30,7 @@ export class EchoTool {
       )
       if (this.readback) {
         this.subs.push(
-          nc.subscribe(Subjects.toolReadback(tool), {
+          conn.subscribe(Subjects.toolReadback(tool), {
             callback: (_e, m) => {
               const key = m.json<{ idempotency_key: string }>().idempotency_key
               const r = this.applied.get(key)

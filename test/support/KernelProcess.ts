@@ -24,7 +24,7 @@ export const profileDir = (profiles: ReadonlyArray<Profile>): string => {
 
 /** Starts `wk kernel` as its own OS process against a NATS server; resolves when it is ready. */
 export const startKernelProcess = async (servers: string, profilesPath: string, env: Record<string, string> = {}, nodeArgs: ReadonlyArray<string> = []): Promise<KernelProcess> => {
-  const child = spawn(process.execPath, [...nodeArgs, "--disable-warning=ExperimentalWarning", "--import", "tsx", join(repoRoot, "runtime/cli/main.ts"), "kernel", "--profiles", profilesPath], {
+  const child = spawn(process.execPath, [...nodeArgs, "--disable-warning=ExperimentalWarning", "--import", "tsx", join(repoRoot, "runtime/cli/main.ts"), "kernel", "--dev", "--profiles", profilesPath], {
     cwd: repoRoot,
     env: { ...process.env, NATS_URL: `nats://kernel:kernel-dev@${servers}`, ...env },
     stdio: ["ignore", "pipe", "pipe"]

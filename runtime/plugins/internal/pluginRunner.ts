@@ -1,12 +1,14 @@
 // The main-thread side of one plugin worker: hands a call over through shared memory, serves
 // the worker's host calls, and enforces the time limit by terminating the worker (then
 // respawning it from the already-compiled module). Fast calls are caught by a short spin, so
-// a call costs about one in-process Extism call plus two thread hand-offs.
+// a call costs about one in-process Extism call plus two thread hand-offs. A metered module
+// runs here too, under its fuel budget, so no plugin ever runs on the kernel's event loop.
 import { Worker } from "node:worker_threads"
 import type { JsonValue } from "../../schema/Json.js"
+import { FuelExport } from "./wasmMeter.js"
 
 const IDLE = 0, CALL = 1, DONE = 2, HOST = 3, HOST_REPLY = 4
-const StatusNames = ["ok", "trap", "memory_limit", "plugin_error", "no_output", "host_fault", "too_large"] as const
+const StatusNames = ["ok", "trap", "memory_limit", "plugin_error", "no_output", "host_fault", "too_large", "timeout"] as const
 
 /** How a raw call ended. Everything but `ok` is a fault. */
 export type RawStatus = (typeof StatusNames)[number] | "timeout" | "crashed"
@@ -39,7 +41,20 @@ export interface RunnerSpec {
   readonly memoryMaxPages: number
   /** How long each side spins before sleeping (ms). */
   readonly spinMs?: number
+  /**
+   * A metered module (wasmMeter.ts): fuel units per ms of `timeout_ms`, set before each call;
+   * running out is the (deterministic) timeout, and the watchdog only stops what fuel cannot
+   * (a host call that never returns) at `MeteredWatchdog(timeout_ms)`.
+   */
+  readonly fuelPerMs?: bigint
 }
+
+/**
+ * When the watchdog stops a metered call: fuel is the limit (calibrated near 1 ns per unit, a
+ * few times that on a loaded machine), so this is far past it, and a re-run stops where the
+ * call did.
+ */
+export const MeteredWatchdog = (timeoutMs: number): number => Math.max(timeoutMs * 10, timeoutMs + 30_000)
 
 // ES2024 pieces Node 20 has but the ES2022 lib does not declare.
 interface GrowableSab extends SharedArrayBuffer {
@@ -75,7 +90,9 @@ const spawn = (spec: RunnerSpec): Promise<Live> =>
         exports: spec.exports,
         hostFunctions: spec.hostFunctions,
         memoryMaxPages: spec.memoryMaxPages,
-        spinMs: spec.spinMs ?? 0.2
+        spinMs: spec.spinMs ?? 0.2,
+        fuelPerMs: spec.fuelPerMs,
+        fuelExport: FuelExport
       },
       // Caps the worker's JS heap; wasm memory is capped in the module, host blocks by budget.
       resourceLimits: { maxOldGenerationSizeMb: 64, maxYoungGenerationSizeMb: 16, stackSizeMb: 4 },
@@ -121,6 +138,16 @@ export class PluginRunner implements Runner {
   /** Starts the worker and instantiates the plugin; rejects with the instantiation error. */
   static async start(spec: RunnerSpec): Promise<PluginRunner> {
     return new PluginRunner(spec, await spawn(spec))
+  }
+
+  /** Calls in flight or queued on this runner. */
+  get inFlight(): number {
+    return this.#inFlight
+  }
+
+  /** Resolves when every call handed to this runner so far has ended. */
+  idle(): Promise<void> {
+    return this.#tail.then(() => undefined)
   }
 
   /** Calls one export with input bytes under a time limit. Never rejects: faults are outcomes. */
@@ -173,9 +200,11 @@ export class PluginRunner implements Runner {
     data.set(input, 0)
     ctrl[1] = input.length
     ctrl[4] = index
+    ctrl[5] = timeoutMs
     Atomics.store(ctrl, 0, CALL)
     Atomics.notify(ctrl, 0)
-    const deadline = started + timeoutMs
+    const limitMs = this.#spec.fuelPerMs !== undefined ? MeteredWatchdog(timeoutMs) : timeoutMs
+    const deadline = started + limitMs
     const spinMs = Math.min(this.#spec.spinMs ?? 0.2, timeoutMs)
     let timer: ReturnType<typeof setTimeout> | undefined
     let expired: Promise<"deadline"> | undefined
@@ -224,7 +253,7 @@ export class PluginRunner implements Runner {
       live.dead = true
       await live.worker.terminate()
       this.#respawn()
-      return fault("timeout", `no answer within ${timeoutMs} ms; worker terminated`)
+      return fault("timeout", `no answer within ${limitMs} ms; worker terminated`)
     } finally {
       if (timer !== undefined) clearTimeout(timer)
     }

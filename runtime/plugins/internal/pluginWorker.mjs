@@ -2,16 +2,18 @@
 // through shared memory and terminates this thread when a call overruns its time limit: the
 // Extism SDK's own timeout does not stop a wasm loop, a terminated thread does.
 // Protocol: ctrl[0] state, ctrl[1] byte length in `data`, ctrl[2] status, ctrl[3] output length,
-// ctrl[4] export index. States and statuses are mirrored in pluginRunner.ts.
+// ctrl[4] export index, ctrl[5] the call's timeout_ms. States and statuses are mirrored in
+// pluginRunner.ts. A metered module (wasmMeter.ts) gets `timeout_ms x fuelPerMs` units of fuel
+// before each call and stops deterministically when they run out (TIMEOUT), as in meteredRunner.ts.
 import { parentPort, workerData } from "node:worker_threads"
 import createPlugin from "@extism/extism"
 
 const IDLE = 0, CALL = 1, DONE = 2, HOST = 3, HOST_REPLY = 4
-const OK = 0, TRAP = 1, MEMORY = 2, PLUGIN_ERROR = 3, NO_OUTPUT = 4, HOST_FAULT = 5, TOO_LARGE = 6
+const OK = 0, TRAP = 1, MEMORY = 2, PLUGIN_ERROR = 3, NO_OUTPUT = 4, HOST_FAULT = 5, TOO_LARGE = 6, TIMEOUT = 7
 const MAX_LOG_LINES = 64
 const MAX_LOG_LINE = 2048
 
-const { module, ctrl: ctrlSab, data: dataSab, exports, hostFunctions, memoryMaxPages, spinMs } = workerData
+const { module, ctrl: ctrlSab, data: dataSab, exports, hostFunctions, memoryMaxPages, spinMs, fuelPerMs, fuelExport } = workerData
 const ctrl = new Int32Array(ctrlSab)
 const data = new Uint8Array(dataSab)
 const enc = new TextEncoder()
@@ -77,9 +79,13 @@ if (granted.has("wk_log")) for (const level of ["log_info", "log_warn", "log_deb
 
 let plugin
 let memory
+/** The metered module's fuel global, or null for a module that is not metered. */
+let fuel = null
 const instantiate = async () => {
   plugin = await createPlugin({ wasm: [{ module, name: "plugin" }] }, { useWasi: false, functions: { "extism:host/env": env, "extism:host/user": user } })
-  memory = (await plugin.getInstance("plugin")).exports.memory
+  const instance = await plugin.getInstance("plugin")
+  memory = instance.exports.memory
+  fuel = typeof fuelPerMs === "bigint" ? instance.exports[fuelExport] : null
 }
 
 const finish = (status, out) => {
@@ -102,6 +108,8 @@ const runCall = async () => {
   memoryExceeded = false
   logs = []
   let broken = false
+  const budget = fuel !== null ? BigInt(ctrl[5]) * fuelPerMs : 0n
+  if (fuel !== null) fuel.value = budget
   try {
     const out = await plugin.call(["plugin", fn], input)
     if (errorMessage !== null) finish(PLUGIN_ERROR, enc.encode(errorMessage))
@@ -110,8 +118,9 @@ const runCall = async () => {
   } catch (e) {
     broken = true
     const nearMax = memory.buffer.byteLength / 65536 > memoryMaxPages / 2
-    const status = e instanceof HostFault ? HOST_FAULT : memoryExceeded || e instanceof MemoryLimit || nearMax ? MEMORY : TRAP
-    const text = (errorMessage !== null ? errorMessage + " / " : "") + (e instanceof Error ? `${e.name}: ${e.message}` : String(e))
+    const outOfFuel = fuel !== null && fuel.value <= 0n
+    const status = outOfFuel ? TIMEOUT : e instanceof HostFault ? HOST_FAULT : memoryExceeded || e instanceof MemoryLimit || nearMax ? MEMORY : TRAP
+    const text = outOfFuel ? `fuel budget of ${budget} units (${ctrl[5]} ms) exhausted` : (errorMessage !== null ? errorMessage + " / " : "") + (e instanceof Error ? `${e.name}: ${e.message}` : String(e))
     finish(status, enc.encode(text))
   }
   // A trapped instance may be mid-allocation: never reuse it. Otherwise drop this call's blocks.

@@ -1,7 +1,7 @@
 import { eventOf } from "../../loops/Actions.js"
 import type { CallProposed } from "../../schema/Events.js"
 import type { Ancestor } from "../../schema/HeldCallSpec.js"
-import type { ProposePayload } from "../../schema/Requests.js"
+import type { ProposeCall } from "../../schema/Requests.js"
 import type { Signed } from "../Request.js"
 
 /**
@@ -13,7 +13,7 @@ export const proposedEvent = (o: {
   /** The salt the held id was derived with (HeldIds). */
   readonly salt: string
   readonly generation: number
-  readonly req: Signed<ProposePayload>
+  readonly req: Signed<ProposeCall>
   readonly digest: string
   readonly now: number
   readonly expiresAt: number
