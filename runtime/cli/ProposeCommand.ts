@@ -4,6 +4,7 @@ import { randomBytes } from "node:crypto"
 import type { JsonObject } from "../schema/Json.js"
 import { ask, CliError, connectClient } from "./Connect.js"
 import { ExitCode, exitOfReply } from "./Exit.js"
+import { describeDelivery, exitOfDelivery } from "./WitnessCommands.js"
 
 /** One line per outcome: what happened to the call and what to do next. */
 export const describeReply = (r: Record<string, unknown>): string => {
@@ -43,9 +44,11 @@ export const proposeCommand = Command.make(
     session: Options.text("session").pipe(Options.withDefault("demo"), Options.withDescription("session id the call belongs to (its result is delivered there)")),
     callId: Options.text("call-id").pipe(Options.optional, Options.withDescription("call id (default: a random one; the same id and arguments again get the same answer)")),
     json: Options.boolean("json").pipe(Options.withDescription("print the kernel's reply as JSON")),
-    supersedes: Options.integer("supersedes").pipe(Options.optional, Options.withDescription("edit a held call: the generation it replaces (with --call-id)"))
+    supersedes: Options.integer("supersedes").pipe(Options.optional, Options.withDescription("edit a held call: the generation it replaces (with --call-id)")),
+    wait: Options.boolean("wait").pipe(Options.withDescription("if the call is held, wait for its delivered result; the exit code is then the final outcome")),
+    timeout: Options.integer("timeout-ms").pipe(Options.withDefault(600_000), Options.withDescription("with --wait, give up after this long (exit 3: still held)"))
   },
-  ({ tool, args, as, key, session, callId, json, supersedes }) =>
+  ({ tool, args, as, key, session, callId, json, supersedes, wait, timeout }) =>
     Effect.gen(function* () {
       const parsed = yield* Effect.try({
         try: () => JSON.parse(args) as unknown,
@@ -57,5 +60,13 @@ export const proposeCommand = Command.make(
       const reply = yield* ask(`propose ${tool}`, () => client.propose({ session_id: session, turn_id: "t1", call_id: id, tool, args: parsed as JsonObject, ...Option.match(supersedes, { onNone: () => ({}), onSome: (g) => ({ supersedes: g }) }) }))
       yield* Console.log(json ? JSON.stringify(reply, null, 2) : describeReply(reply as unknown as Record<string, unknown>))
       process.exitCode = exitOfReply(reply as { status: number; ok?: boolean })
+      if (!wait || reply.status !== 202) return
+      const heldId = reply.held_id
+      const d = yield* Effect.tryPromise({
+        try: () => client.result(heldId, { sessionId: session, timeoutMs: timeout, ack: true }),
+        catch: (e) => new CliError({ message: `${heldId} is still held after ${timeout} ms (${e instanceof Error ? e.message : String(e)}): see \`wk held show ${heldId}\``, exit: ExitCode.held })
+      })
+      yield* Console.log(json ? JSON.stringify(d, null, 2) : describeDelivery(d))
+      process.exitCode = exitOfDelivery(d)
     }).pipe(Effect.scoped)
 ).pipe(Command.withDescription("Propose a tool call; the exit code says completed (0), held (3), denied (4), refused (5)"))

@@ -96,12 +96,13 @@ const asOpt = Options.text("as").pipe(Options.withDefault("agent:alice"), Option
 const toolFailed = (d: Delivery) => d.outcome === "completed" && typeof d.result === "object" && d.result !== null && "error" in d.result
 
 /** The exit code of a delivered result: completed (0, or 8 when the tool failed), denied (4), cancelled or expired (5). */
-const exitOfDelivery = (d: Delivery): number => {
+export const exitOfDelivery = (d: Delivery): number => {
   if (d.outcome === "completed") return toolFailed(d) ? ExitCode.toolFailed : ExitCode.ok
   return d.outcome === "denied" ? ExitCode.denied : ExitCode.refused
 }
 
-const describeDelivery = (d: Delivery) =>
+/** One line for a delivered result: outcome, held_id, result. */
+export const describeDelivery = (d: Delivery) =>
   `${d.outcome}${d.admission === "quarantined" ? " (result quarantined)" : ""} ${d.held_id}: ${JSON.stringify(d.result)}${toolFailed(d) ? "  (the tool reported a failure)" : ""}`
 
 const resultCommand = Command.make(

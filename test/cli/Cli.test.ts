@@ -189,7 +189,7 @@ describe("wk CLI", () => {
     expect((await wk("context", "rm", "test")).code).toBe(0)
   })
 
-  it("result --wait prints the delivered result once the witness approves; ack acknowledges it; dev-key is the registered key", async () => {
+  it("result --wait prints the delivered result once the witness approves; ack acknowledges it; propose --wait exits with the final outcome; dev-key is the registered key", async () => {
     const h = await held(2_800)
     const early = await wk("result", h.held_id)
     expect(early.code).toBe(ExitCode.held)
@@ -201,6 +201,18 @@ describe("wk CLI", () => {
     const ack = await wk("ack", h.held_id, "--as", "agent:alice")
     expect(ack.code, ack.stderr).toBe(0)
     expect(ack.stdout).toContain(`acknowledged ${h.held_id}`)
+    // propose --wait: held, then the delivered result once carol approves; the exit code is the final outcome.
+    const args = { from: "cli-w", to: "shop", amount: 2_900 }
+    const proposing = wk("propose", "money_transfer", JSON.stringify(args), "--session", "s-cli-w", "--call-id", "cw1", "--wait", "--timeout-ms", "60000")
+    // The same (principal, session, turn, call) and arguments get the same held call, whichever lands first.
+    const same = (await alice.propose({ session_id: "s-cli-w", turn_id: "t1", call_id: "cw1", tool: "money_transfer", args })) as { status: number; held_id: string }
+    expect(same.status).toBe(202)
+    const waitingId = same.held_id
+    expect((await wk("attest", waitingId, "--principal", "user:carol", "--class", "human", "--yes")).code).toBe(0)
+    const proposed = await proposing
+    expect(proposed.code, proposed.stderr).toBe(ExitCode.ok)
+    expect(proposed.stdout).toMatch(/^held: /)
+    expect(proposed.stdout).toMatch(/^completed h_[0-9a-f]{32}: /m)
     const key = await wk("dev-key", "user:carol", "--json")
     expect(JSON.parse(key.stdout)).toMatchObject({ type: "ed25519", public_key: devPublicKey("user:carol") })
   })
