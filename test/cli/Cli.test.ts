@@ -202,15 +202,15 @@ describe("wk CLI", () => {
     expect(ack.code, ack.stderr).toBe(0)
     expect(ack.stdout).toContain(`acknowledged ${h.held_id}`)
     // propose --wait: held, then the delivered result once carol approves; the exit code is the final outcome.
-    const args = { from: "cli-w", to: "shop", amount: 2_900 }
-    const proposing = wk("propose", "money_transfer", JSON.stringify(args), "--session", "s-cli-w", "--call-id", "cw1", "--wait", "--timeout-ms", "60000")
-    // The same (principal, session, turn, call) and arguments get the same held call, whichever lands first.
-    const same = (await alice.propose({ session_id: "s-cli-w", turn_id: "t1", call_id: "cw1", tool: "money_transfer", args })) as { status: number; held_id: string }
-    expect(same.status).toBe(202)
-    const waitingId = same.held_id
+    // It prints the held reply first, then waits: attest once that line is out.
+    const proposer = spawn(process.execPath, wkArgs(["propose", "money_transfer", '{"from":"cli-w","to":"shop","amount":2900}', "--wait", "--timeout-ms", "60000"]), { cwd: elsewhere, env: env() })
+    let printed = ""
+    proposer.stdout.on("data", (d) => (printed += String(d)))
+    const proposing = new Promise<{ code: number | null; stdout: string }>((resolve) => proposer.on("close", (code) => resolve({ code, stdout: printed })))
+    const waitingId = await eventually(async () => /^held: .*\(held_id (h_[0-9a-f]{32})\)/.exec(printed)?.[1], 40_000)
     expect((await wk("attest", waitingId, "--principal", "user:carol", "--class", "human", "--yes")).code).toBe(0)
     const proposed = await proposing
-    expect(proposed.code, proposed.stderr).toBe(ExitCode.ok)
+    expect(proposed.code, proposed.stdout).toBe(ExitCode.ok)
     expect(proposed.stdout).toMatch(/^held: /)
     expect(proposed.stdout).toMatch(/^completed h_[0-9a-f]{32}: /m)
     const key = await wk("dev-key", "user:carol", "--json")
