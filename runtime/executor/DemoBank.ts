@@ -73,7 +73,8 @@ export class DemoBank {
     this.subs.push(
       nc.subscribe(Subjects.toolInvoke("money_transfer"), {
         queue: "demo-bank",
-        callback: (_e, m) => {
+        callback: (e, m) => {
+          if (e !== null) return // a subscription error (for example a permissions violation) carries no message
           void (async () => {
             const req = safeJson(m.data)
             const key = typeof req["idempotency_key"] === "string" ? req["idempotency_key"] : ""
@@ -89,7 +90,8 @@ export class DemoBank {
       }),
       nc.subscribe(Subjects.toolReadback("money_transfer"), {
         queue: "demo-bank",
-        callback: (_e, m) => {
+        callback: (e, m) => {
+          if (e !== null) return // a subscription error (for example a permissions violation) carries no message
           const req = safeJson(m.data)
           const t = this.byKey.get(String(req["idempotency_key"] ?? ""))
           reply(m, t === undefined ? { applied: false } : { applied: true, result: t })
@@ -97,7 +99,8 @@ export class DemoBank {
       }),
       nc.subscribe(Subjects.toolInvoke("bank_balance"), {
         queue: "demo-bank",
-        callback: (_e, m) => {
+        callback: (e, m) => {
+          if (e !== null) return // a subscription error (for example a permissions violation) carries no message
           const args = (safeJson(m.data)["args"] as Record<string, unknown>) ?? {}
           const account = typeof args["account"] === "string" ? args["account"] : ""
           reply(m, account === "" ? { ok: false, error: "bank_balance needs {account: string}" } : { ok: true, result: { account, balance: this.balance(account) } })

@@ -98,7 +98,8 @@ describe("plugins through the kernel", () => {
   it("a hostile plugin (infinite loop) fails closed with a decision naming it, and the kernel keeps serving", async () => {
     const root = clientFor(kernelConn, "admin:root")
     const hostile = { ...profile, plugins: [...profile.plugins!, pinOf("fixtures/loop-forever", { stages: ["adjudicate"], timeout_ms: 20 })] }
-    expect((await root.applyPolicy(hostile as never)).status).toBe(200)
+    // A new organization pin can vote ALLOW: a widening, so a second admin applies it with the first.
+    expect((await applyPolicyWitnessed(root, clientFor(witnessConn, "admin:ops"), hostile)).status).toBe(200)
     try {
       const r = await alice.propose(call("money_transfer", { from: "ho-a", to: "b", amount: 10 }))
       expect(r).toMatchObject({ status: 403, outcome: "denied" })
