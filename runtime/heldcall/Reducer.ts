@@ -7,6 +7,20 @@ import { openDependencies, withDependency } from "./Dependencies.js"
  * Folds one event into the facts. Pure: time and ids arrive inside the event. An event id
  * already folded leaves the facts unchanged (the reducer is the append-once guarantee).
  */
+/** What a new generation starts from: no verdict, contract or presentation yet; a ready call must be re-judged. */
+const generationStart = (f: HeldCallFacts) =>
+  ({
+    verdict: "pending",
+    reasons: [],
+    witness_contract: null,
+    contract_digest: null,
+    witness_request: null,
+    executed: null,
+    active_rule: null,
+    readiness: f.readiness === "satisfied" ? "stale" : f.readiness,
+    policy_epoch_checked: 0
+  }) satisfies Partial<HeldCallFacts>
+
 export const evolve = (facts: HeldCallFacts, { seq, event }: SequencedEvent): HeldCallFacts => {
   if (hasSeen(facts, event.event_id)) return facts.last_seq >= seq ? facts : { ...facts, last_seq: seq }
   const next = apply(facts, event)
@@ -36,15 +50,7 @@ const apply = (f: HeldCallFacts, e: HeldEvent): HeldCallFacts => {
           ...(parent_held_id !== undefined ? { parent_held_id } : {}),
           ...(ancestors !== undefined ? { ancestors } : {})
         },
-        verdict: "pending",
-        reasons: [],
-        witness_contract: null,
-        contract_digest: null,
-        witness_request: null,
-        executed: null,
-        active_rule: null,
-        readiness: f.readiness === "satisfied" ? "stale" : f.readiness,
-        policy_epoch_checked: 0
+        ...generationStart(f)
       }
     }
     case "call.adjudicated": {
@@ -71,15 +77,7 @@ const apply = (f: HeldCallFacts, e: HeldEvent): HeldCallFacts => {
         ...f,
         generation: e.generation,
         proposed_generation: f.proposed_generation ?? f.generation,
-        verdict: "pending",
-        reasons: [],
-        witness_contract: null,
-        contract_digest: null,
-        witness_request: null,
-        executed: null,
-        active_rule: null,
-        readiness: f.readiness === "satisfied" ? "stale" : f.readiness,
-        policy_epoch_checked: 0
+        ...generationStart(f)
       }
     case "call.held":
       return e.generation === f.generation ? { ...f, held: true, witness_request: e.witness_request } : f
