@@ -40,9 +40,10 @@ export const Roles = {
 
 /**
  * nats.conf as shipped plus the test tool service's user, written once per process: the tests
- * run against the real permission sets, with one more tool service of their own.
+ * run against the real permission sets, with one more tool service of their own. `.ci/run`
+ * starts its server from this file too (test/support/printTestNatsConfig.ts).
  */
-const testConfig = (() => {
+export const testNatsConfig = (() => {
   let path: string | undefined
   return (): string => {
     if (path !== undefined) return path
@@ -67,7 +68,7 @@ export interface TestNats extends RunningNats {
 
 /** Starts a nats-server of our own from nats.conf (plus the test tool service), on a free port, with a temporary store. */
 export const startTestNats = async (storeDir = mkdtempSync(join(tmpdir(), "wk-nats-")), port?: number): Promise<TestNats> => {
-  const s = await startNatsServer({ config: testConfig(), storeDir, ...(port ? { port } : {}) })
+  const s = await startNatsServer({ config: testNatsConfig(), storeDir, ...(port ? { port } : {}) })
   const t: TestNats = {
     ...s,
     servers: `127.0.0.1:${s.port}`,
