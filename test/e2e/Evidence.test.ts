@@ -92,7 +92,7 @@ afterAll(async () => {
 })
 
 describe("evidence an attacker cannot bend", () => {
-  it("case 10: one principal holding both classes satisfies neither (human AND fraud) nor quorum(2, human, fraud) alone", async () => {
+  it("one principal holding both classes satisfies neither (human AND fraud) nor quorum(2, human, fraud) alone", async () => {
     const both = await held("human_and_fraud_op")
     const quorum = await held("quorum_op")
     for (const h of [both, quorum]) {
@@ -109,7 +109,7 @@ describe("evidence an attacker cannot bend", () => {
     }
   })
 
-  it("case 8: a witness's nested call that the kernel denies counts only as that witness's reject; a veto-class witness's is a veto", async () => {
+  it("a witness's nested call that the kernel denies counts only as that witness's reject; a veto-class witness's is a veto", async () => {
     const h = await held("human_op")
     // Carol, a human witness, attaches a copy of the parent's own call (no grant for her; the same digest).
     const copy = await clientFor(agentConn, "user:carol").propose({ ...call("human_op"), args: (await facts(h.held_id))["args"] as never, parent_held_id: h.held_id })
@@ -133,7 +133,7 @@ describe("evidence an attacker cannot bend", () => {
     expect(runs(v)).toBe(0)
   })
 
-  it("case 9: a revoke wins over an approval that claims a future issued_at; an issued_at beyond the skew is refused", async () => {
+  it("a revoke wins over an approval that claims a future issued_at; an issued_at beyond the skew is refused", async () => {
     const h = await held("two_humans_op")
     const now = Date.now()
     expect((await approve(carol, h, "human", { issued_at: new Date(now + 50_000).toISOString() })).disposition).toBe("accepted")
@@ -149,7 +149,7 @@ describe("evidence an attacker cannot bend", () => {
     expect(future).toMatchObject({ status: 422, disposition: "invalid", reason: expect.stringMatching(/^issued_at .* is more than 60 s in the future/) })
   })
 
-  it("case 11: an impossible time is refused with a 400 naming the field; nothing is recorded", async () => {
+  it("an impossible time is refused with a 400 naming the field; nothing is recorded", async () => {
     const h = await held("human_op")
     const before = (await eventsOf(kernelConn, h.held_id)).length
     for (const field of ["issued_at", "expires_at"] as const) {
@@ -163,7 +163,7 @@ describe("evidence an attacker cannot bend", () => {
     expect((await eventsOf(kernelConn, h.held_id)).length).toBe(before)
   })
 
-  it("issue 17 case 4: a reject by the only witness who could approve denies the call at once, with the witness's reason, to the agent", async () => {
+  it("a reject by the only witness who could approve denies the call at once, with the witness's reason, to the agent", async () => {
     const h = await held("carol_op")
     expect((await carol.decide(h.held_id, "human", "reject", "the payee is not on the vendor list")).disposition).toBe("accepted")
     const delivery = await alice.result(h.held_id, { timeoutMs: 10_000 })
@@ -173,7 +173,7 @@ describe("evidence an attacker cannot bend", () => {
     expect(runs(h)).toBe(0)
   })
 
-  it("issue 17 case 4: a reject is final for its witness; the call waits for the others", async () => {
+  it("a reject is final for its witness; the call waits for the others", async () => {
     const h = await held("human_op")
     expect((await dave.attest({ ...bindingOf(h), class: "human", decision: "reject" })).disposition).toBe("accepted")
     expect(await approve(dave, h)).toMatchObject({ status: 422, disposition: "invalid", reason: expect.stringContaining("already rejected") })
@@ -193,7 +193,7 @@ describe("evidence an attacker cannot bend", () => {
   })
 
   // Last: it changes the registry for the rest of the file.
-  it("case 7: an approval signed by a key the admin has since removed stops counting", async () => {
+  it("an approval signed by a key the admin has since removed stops counting", async () => {
     const h = await held("two_humans_op")
     expect((await approve(carol, h)).disposition).toBe("accepted")
     // The admin removes carol's key (she keeps her class): a narrowing, applied at once.
