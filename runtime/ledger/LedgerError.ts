@@ -13,11 +13,6 @@ export class AppendConflict extends Schema.TaggedError<AppendConflict>()("Append
   expected: Schema.Number
 }) {}
 
-/** A KV revision CAS lost to a concurrent writer. */
-export class RevisionConflict extends Schema.TaggedError<RevisionConflict>()("RevisionConflict", {
-  key: Schema.String
-}) {}
-
 /** True for JetStream's "wrong last sequence" rejection (API error 10071). */
 export const isWrongLastSequence = (e: unknown): boolean =>
   e instanceof Error && ((e as { code?: unknown }).code === 10071 || e.message.includes("wrong last sequence"))

@@ -4,9 +4,6 @@ import { Schema } from "effect"
 export const Stage = Schema.Literal("transform", "adjudicate", "witness_contract", "admit", "observe")
 export type Stage = typeof Stage.Type
 
-/** Pipeline order of the stages (design.md, Plugins). */
-export const StageOrder: ReadonlyArray<Stage> = ["transform", "adjudicate", "witness_contract", "admit", "observe"]
-
 /** Host functions by capability name; each maps to one `extism:host/user` import. */
 export const HostCapability = Schema.Literal("log", "clock", "kv", "counter", "publish")
 export type HostCapability = typeof HostCapability.Type
@@ -41,8 +38,6 @@ export const Capabilities = Schema.Struct({
   publish_prefix: Schema.optional(PublishPrefix)
 })
 export type Capabilities = typeof Capabilities.Type
-
-export const NoCapabilities: Capabilities = { host_functions: [] }
 
 /**
  * Data egress class: where data a plugin sees may end up. `none`: only its verdict leaves it;

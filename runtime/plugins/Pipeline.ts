@@ -270,10 +270,6 @@ const observe = (
  * The admission pipeline: every admission plugin (any QUARANTINE wins; a fault quarantines),
  * then observers, which see the outcome but never the result bytes.
  */
-export const admitWithPlugins = (input: AdmissionInput): Effect.Effect<AdmissionOutcome, never, PluginHost | PluginHostEnv> =>
-  Effect.flatMap(pluginServices, (plugins) => admitWith(plugins, input))
-
-/** `admitWithPlugins` over services already in hand. */
 export const admitWith = (plugins: Plugins, input: AdmissionInput): Effect.Effect<AdmissionOutcome> =>
   Effect.gen(function* () {
     const now = yield* Clock.currentTimeMillis
@@ -332,13 +328,4 @@ export const layerPluginAdmission = Layer.effect(
  */
 export const layerPlugins = <E1, R1, E2, R2>(source: Layer.Layer<PluginSource, E1, R1>, env: Layer.Layer<PluginHostEnv, E2, R2>) =>
   Layer.mergeAll(layerPluginAdjudicator, layerPluginAdmission).pipe(Layer.provideMerge(Layer.merge(layerPluginHost.pipe(Layer.provide(source)), env)))
-
-/** Loads every plugin the policy pins, failing on the first refusal: check a profile before applying it. */
-export const loadPinnedPlugins = (policy: ActivePolicy): Effect.Effect<ReadonlyArray<LoadedPlugin>, PluginLoadError, PluginHost> =>
-  Effect.gen(function* () {
-    const host = yield* PluginHost
-    const pins = new Map<string, PluginPin>()
-    for (const p of policy.profiles) for (const pin of p.plugins ?? []) pins.set(canonicalize(pin), pin)
-    return yield* Effect.forEach([...pins.values()], (pin) => host.load(pin))
-  })
 

@@ -106,11 +106,3 @@ export type ReadPayload = typeof ReadPayload.Type
 export const GetRequest = Schema.Struct({ held_id: HeldId, reader: Schema.optional(Envelope) })
 export type GetRequest = typeof GetRequest.Type
 
-/** Each signed subject and the `op` its payload must carry. */
-export const OpForSubject = {
-  "wk.v1.calls.propose": "propose",
-  "wk.v1.held.attest": "attest",
-  "wk.v1.held.cancel": "cancel",
-  "wk.v1.held.ack": "ack",
-  "wk.v1.admin.policy.apply": "policy.apply"
-} as const
