@@ -1,7 +1,7 @@
 // The verdict fold: pure (no I/O, no clock, no hashing), so it can be property-tested.
 // The folded state is a join-semilattice (verdict = max, reasons and contracts = sets), so
 // `join` is commutative, associative and idempotent and plugin order cannot matter.
-import canonicalizeJson from "canonicalize"
+import { canonicalize } from "../schema/Canonical.js"
 import type { Reason, Verdict } from "../schema/Events.js"
 import type { WitnessContract, WitnessRule } from "../schema/WitnessContract.js"
 import type { AdjudicatorVerdict, AdmitVerdict } from "./StageIO.js"
@@ -57,7 +57,7 @@ export interface Folded {
 /** The identity of `join`: nobody had an opinion. */
 export const emptyFold: Folded = { verdict: "DEFER", authority: "DEFER", reasons: [], contracts: [], added: [] }
 
-const key = (v: unknown): string => canonicalizeJson(v) ?? ""
+const key = (v: unknown): string => (v === undefined ? "" : canonicalize(v))
 
 const union = <A>(a: ReadonlyArray<A>, b: ReadonlyArray<A>): ReadonlyArray<A> => {
   const byKey = new Map<string, A>()

@@ -1,15 +1,15 @@
-import { createHash, createHmac } from "node:crypto"
-import canonicalizeJson from "canonicalize"
+import { createHmac, hash } from "node:crypto"
+import { jcs } from "./internal/jcs.mjs"
 
-/** RFC 8785 (JCS) canonical JSON text of a value. */
-export const canonicalize = (value: unknown): string => {
-  const text = canonicalizeJson(value)
-  if (text === undefined) throw new TypeError("value has no canonical JSON form")
-  return text
-}
+/**
+ * RFC 8785 (JCS) canonical JSON text of a value: the one canonicalizer of kernel and auditor
+ * (`internal/jcs.mjs`, held byte for byte and error for error to the `canonicalize` package by
+ * test/schema/Jcs.test.ts).
+ */
+export const canonicalize = (value: unknown): string => jcs(value)
 
-/** Lowercase hex sha256 of bytes or a string. */
-export const sha256Hex = (data: string | Uint8Array): string => createHash("sha256").update(data).digest("hex")
+/** Lowercase hex sha256 of bytes or a string (one-shot: no Hash object per digest). */
+export const sha256Hex = (data: string | Uint8Array): string => hash("sha256", data, "hex")
 
 /** sha256 of the JCS form of a value. */
 export const jcsDigest = (value: unknown): string => sha256Hex(canonicalize(value))

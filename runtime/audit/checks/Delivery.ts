@@ -1,4 +1,4 @@
-import { canonicalize } from "../internal/digests.js"
+import { canonicalize } from "../../schema/Canonical.js"
 import { collector, type HeldCheck } from "./Check.js"
 
 /**

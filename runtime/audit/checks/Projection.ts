@@ -1,4 +1,4 @@
-import { canonicalize } from "../internal/digests.js"
+import { canonicalize } from "../../schema/Canonical.js"
 import type { HeldCallFacts } from "../../schema/Facts.js"
 
 /** How one call's KV projection relates to its re-fold. */

@@ -1,5 +1,5 @@
 import { verifySignature } from "../../protocol/Authenticate.js"
-import { callDigest, canonicalize, heldIdOf, jcsDigest } from "../internal/digests.js"
+import { callDigest, canonicalize, heldIdOf, jcsDigest } from "../../schema/Canonical.js"
 import { policyCall, PolicyApplyTool } from "../../policy/PolicyChange.js"
 import type { Envelope } from "../../schema/Envelope.js"
 import type { HeldEvent } from "../../schema/Events.js"

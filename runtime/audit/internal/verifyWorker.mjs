@@ -4,7 +4,7 @@
 // runtime/protocol/Authenticate.ts: ed25519 over the JCS (RFC 8785) bytes of envelope.payload.
 import { parentPort } from "node:worker_threads"
 import { createPublicKey, verify } from "node:crypto"
-import { jcs } from "./jcs.mjs"
+import { jcs } from "../../schema/internal/jcs.mjs"
 
 const SpkiPrefix = Buffer.from("302a300506032b6570032100", "hex")
 const keys = new Map()

@@ -3,7 +3,7 @@
 // runs without a TypeScript loader. One implementation, so a body checked off the event loop gets
 // exactly the verdict it would get on it.
 import { createPublicKey, verify } from "node:crypto"
-import { jcs } from "../../audit/internal/jcs.mjs"
+import { jcs } from "../../schema/internal/jcs.mjs"
 
 /** Deepest JSON nesting accepted; deeper bodies are refused before any recursive decoding. */
 export const MaxDepth = 64

@@ -1,9 +1,9 @@
-// Shared by the main thread (through jcs.d.mts) and verifyWorker.mjs, which runs without a TypeScript loader.
+// Shared by schema/Canonical.ts (through jcs.d.mts) and the workers that run without a TypeScript loader.
 import canonicalize from "canonicalize"
 
 /**
  * RFC 8785 (JCS) text of a value: the same output, and the same errors, as the `canonicalize`
- * package behind `schema/Canonical.ts`, faster on plain JSON data (call digests, held ids and
+ * package, faster on plain JSON data (call digests, held ids and
  * attestation digests of every signed event are on the replay's hot path): no `Set` per call,
  * no per-character scan in JS, strings without characters to escape written as they are.
  * Undefined members are left out and undefined array items written as null, as the package does (holes go to it);

@@ -1,5 +1,5 @@
 /**
  * RFC 8785 (JCS) text of a value: the same output, and the same errors, as the `canonicalize`
- * package behind `schema/Canonical.ts`, faster on plain JSON data. See jcs.mjs.
+ * package, faster on plain JSON data. See jcs.mjs.
  */
 export declare const jcs: (value: unknown) => string
