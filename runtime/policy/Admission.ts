@@ -16,7 +16,7 @@ export type AdmissionOutcome =
   | { readonly admitted: true; readonly decisions: ReadonlyArray<Decision> }
   | { readonly admitted: false; readonly by: string; readonly reason: string; readonly decisions: ReadonlyArray<Decision> }
 
-/** Result admission seam (plugins provide it from issue 4 on). */
+/** Result admission seam: the admission plugins the policy pins provide it. */
 export class Admission extends Context.Tag("wk/Admission")<
   Admission,
   { readonly admit: (input: AdmissionInput) => Effect.Effect<AdmissionOutcome> }

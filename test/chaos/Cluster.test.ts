@@ -15,7 +15,7 @@ import { connectAs, testProfile } from "../support/Principals.js"
 import { profileDir, startKernelProcess, type KernelProcess } from "../support/KernelProcess.js"
 import { eventually } from "../support/Stream.js"
 
-// Issue 8 part 2: the kernel on a 3-node JetStream cluster on loopback. Two kernel processes on
+// The kernel on a 3-node JetStream cluster on loopback. Two kernel processes on
 // different nodes (A on node 0, B on node 1), the bank on node 2, the agent on node 2. ALLOW
 // transfers keep going while node 0 (kernel A's) is SIGKILLed and later restarted; each call is
 // retried under its own call_id until it completes (a retry is the same call, never a second

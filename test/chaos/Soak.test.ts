@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { runSoak, type SoakReport } from "./Soak.js"
 import { singleServer, type Topology } from "./Topology.js"
 
-// The shortened soak of `npm run chaos` (issue 8): a few agents and calls, two kernel processes
+// The shortened soak of `npm run chaos`: a few agents and calls, two kernel processes
 // SIGKILLed at random and right after effects (before the kernel records them), nats-server
 // SIGKILLed and restarted on its file store, and a hostile plugin pinned for a while. The full
 // soak is `npm run chaos` (docs/operations.md).
