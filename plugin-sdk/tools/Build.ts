@@ -8,7 +8,7 @@ import { relative, resolve } from "node:path"
 import { Effect, Either, Schema } from "effect"
 import { repoRoot as packageRoot } from "../../runtime/cli/Paths.js"
 import { sha256Hex } from "../../runtime/schema/Canonical.js"
-import { ManifestTemplate, type PluginManifest, SignedManifest } from "../../runtime/plugins/Manifest.js"
+import { ManifestTemplate, type PluginManifest, SignedManifest } from "../../runtime/schema/PluginManifest.js"
 import { PluginToolError } from "../../runtime/plugins/PluginError.js"
 import { KeyFile, signManifest } from "../../runtime/plugins/Signing.js"
 

@@ -5,7 +5,7 @@ import { Console, Effect, Either, Option } from "effect"
 import { buildPlugin, readKeyFile, readSignedManifest, signPlugin } from "../../plugin-sdk/tools/Build.js"
 import { sha256Hex } from "../schema/Canonical.js"
 import { PluginToolError } from "../plugins/PluginError.js"
-import type { PluginPin } from "../plugins/PluginPin.js"
+import type { PluginPin } from "../schema/PluginPin.js"
 import { generateKey, verifySignature } from "../plugins/Signing.js"
 
 const dirArg = Args.directory({ name: "plugin-dir", exists: "yes" }).pipe(Args.withDescription("folder with plugin.ts and plugin.json"))

@@ -1,6 +1,6 @@
 import { Context, Effect, Layer } from "effect"
 import type { JsonValue } from "../schema/Json.js"
-import type { ResolvedPin } from "./PluginPin.js"
+import type { ResolvedPin } from "../schema/PluginPin.js"
 import type { HostHandler } from "./internal/pluginRunner.js"
 
 /**

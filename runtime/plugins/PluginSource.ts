@@ -2,7 +2,7 @@ import { readdirSync, readFileSync, statSync } from "node:fs"
 import { join } from "node:path"
 import { Context, Effect, Either, Layer, Schema } from "effect"
 import { sha256Hex } from "../schema/Canonical.js"
-import { SignedManifest } from "./Manifest.js"
+import { SignedManifest } from "../schema/PluginManifest.js"
 
 /** A plugin's wasm bytes and the signed manifest stored beside them. */
 export interface PluginArtifact {

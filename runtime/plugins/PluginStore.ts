@@ -4,7 +4,7 @@ import type { NatsConnection } from "@nats-io/transport-node"
 import { Objm, type ObjectStore } from "@nats-io/obj"
 import { Effect, Either, Layer, Schema } from "effect"
 import { sha256Hex } from "../schema/Canonical.js"
-import { SignedManifest } from "./Manifest.js"
+import { SignedManifest } from "../schema/PluginManifest.js"
 import { PluginSource, PluginSourceError } from "./PluginSource.js"
 
 /** The object store bucket holding plugins. */

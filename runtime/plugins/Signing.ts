@@ -1,7 +1,7 @@
 import { Either, Schema } from "effect"
 import nacl from "tweetnacl"
 import { canonicalize } from "../schema/Canonical.js"
-import { PublicKey, type PluginManifest, type SignedManifest } from "./Manifest.js"
+import { PublicKey, type PluginManifest, type SignedManifest } from "../schema/PluginManifest.js"
 
 /** An ed25519 key file as written by `wk keygen`. */
 export const KeyFile = Schema.Struct({

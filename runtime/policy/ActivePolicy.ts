@@ -1,4 +1,4 @@
-import type { PluginPin } from "../plugins/PluginPin.js"
+import type { PluginPin } from "../schema/PluginPin.js"
 import type { PrincipalEntry, Profile, ToolRule } from "../schema/Profile.js"
 import { canonicalize, jcsDigest } from "../schema/Canonical.js"
 

@@ -1,7 +1,7 @@
 import type { Preferences } from "../schema/Preferences.js"
 import type { Profile, ToolRule } from "../schema/Profile.js"
 import type { WitnessContract, WitnessRule } from "../schema/WitnessContract.js"
-import { pinLabel, resolvePin, type PluginPin } from "../plugins/PluginPin.js"
+import { pinLabel, resolvePin, type PluginPin } from "../schema/PluginPin.js"
 import { canonicalize } from "../schema/Canonical.js"
 import { activePolicy, isNarrowingProfile, tiersOf, type ActivePolicy } from "./ActivePolicy.js"
 import { DefaultContract } from "./RuleAdjudicator.js"

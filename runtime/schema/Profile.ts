@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { PluginPin } from "../plugins/PluginPin.js"
+import { PluginPin } from "./PluginPin.js"
 import { Preferences } from "./Preferences.js"
 import { WitnessContract } from "./WitnessContract.js"
 import type { JsonValue } from "./Json.js"
@@ -78,7 +78,7 @@ export const Profile = Schema.Struct({
   admins: Schema.optional(Schema.Array(Schema.String)),
   /** Preferences per principal ("*" for every principal); they only narrow (runtime/policy/Preferences.ts). */
   preferences: Schema.optional(Schema.Record({ key: Schema.String, value: Preferences })),
-  /** Plugins this profile pins by name, version, sha256 and signer (runtime/plugins/PluginPin.ts). */
+  /** Plugins this profile pins by name, version, sha256 and signer (PluginPin.ts). */
   plugins: Schema.optional(Schema.Array(ProfilePin))
 })
 export type Profile = typeof Profile.Type

@@ -3,7 +3,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Adjudicator } from "../../runtime/policy/Adjudicator.js"
 import type { Decision } from "../../runtime/schema/Events.js"
-import type { PluginPin } from "../../runtime/plugins/PluginPin.js"
+import type { PluginPin } from "../../runtime/schema/PluginPin.js"
 import { Effect, Layer } from "effect"
 import { layerHostEnvMemory } from "../../runtime/plugins/HostEnv.js"
 import { layerPluginHost, PluginHost } from "../../runtime/plugins/PluginHost.js"

@@ -4,7 +4,7 @@ import { Effect } from "effect"
 import { Adjudicator } from "../../runtime/policy/Adjudicator.js"
 import { Admission } from "../../runtime/policy/Admission.js"
 import type { Decision } from "../../runtime/schema/Events.js"
-import type { PluginPin } from "../../runtime/plugins/PluginPin.js"
+import type { PluginPin } from "../../runtime/schema/PluginPin.js"
 import { Now, pinOf, pipelineLayer, policyWith, proposal } from "./support.js"
 
 const stageOf = (d: Decision): string => (d.output as { stage: string }).stage

@@ -3,7 +3,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { Adjudicator } from "../../runtime/policy/Adjudicator.js"
 import { PluginHost } from "../../runtime/plugins/PluginHost.js"
-import type { PluginPin } from "../../runtime/plugins/PluginPin.js"
+import type { PluginPin } from "../../runtime/schema/PluginPin.js"
 import { hostLayer, Now, pinOf, pipelineLayer, policyWith, proposal } from "./support.js"
 
 const refused = (pin: PluginPin, problem: string, detail: RegExp) =>

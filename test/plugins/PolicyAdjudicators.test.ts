@@ -1,7 +1,7 @@
 // The adjudicator plugins, compiled wasm through the pipeline: transfer-limit, write-scope, data-egress.
 import { afterAll, describe, expect, it } from "vitest"
 import fc from "fast-check"
-import type { PluginPin } from "../../runtime/plugins/PluginPin.js"
+import type { PluginPin } from "../../runtime/schema/PluginPin.js"
 import { pinOf } from "./support.js"
 import { baseAllow, pipelineRuntime } from "./policySupport.js"
 

@@ -3,7 +3,7 @@
 import { Effect, Exit } from "effect"
 import { afterAll, beforeEach, describe, expect, it } from "vitest"
 import { PluginHost } from "../../runtime/plugins/PluginHost.js"
-import { Capabilities } from "../../runtime/plugins/Manifest.js"
+import { Capabilities } from "../../runtime/schema/PluginManifest.js"
 import { Schema } from "effect"
 import { pinOf } from "./support.js"
 import { baseAllow, faultOf, pipelineRuntime, stageOf } from "./policySupport.js"

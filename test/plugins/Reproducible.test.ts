@@ -7,7 +7,7 @@ import { Effect, Schema } from "effect"
 import { compilePlugin, manifestOf } from "../../plugin-sdk/tools/Build.js"
 import { findPluginSources } from "../../plugin-sdk/tools/Sources.js"
 import { sha256Hex } from "../../runtime/schema/Canonical.js"
-import { SignedManifest } from "../../runtime/plugins/Manifest.js"
+import { SignedManifest } from "../../runtime/schema/PluginManifest.js"
 import { signManifest } from "../../runtime/plugins/Signing.js"
 import { devKey, pluginsRoot, repoRoot } from "./support.js"
 

@@ -5,7 +5,7 @@ import { Adjudicator, type Adjudication } from "../../runtime/policy/Adjudicator
 import { Admission, type AdmissionOutcome } from "../../runtime/policy/Admission.js"
 import type { Decision } from "../../runtime/schema/Events.js"
 import type { JsonObject, JsonValue } from "../../runtime/schema/Json.js"
-import type { PluginPin } from "../../runtime/plugins/PluginPin.js"
+import type { PluginPin } from "../../runtime/schema/PluginPin.js"
 import { Now, pinOf, pipelineLayer, policyWith, proposal } from "./support.js"
 
 /** spend-limit with no rules: ALLOW for every tool, the base the narrowing plugins narrow. */

@@ -6,7 +6,7 @@ import { activePolicy, type ActivePolicy } from "../../runtime/policy/ActivePoli
 import type { Proposal } from "../../runtime/policy/Adjudicator.js"
 import type { Profile } from "../../runtime/schema/Profile.js"
 import { layerHostEnvMemory } from "../../runtime/plugins/HostEnv.js"
-import type { PluginPin } from "../../runtime/plugins/PluginPin.js"
+import type { PluginPin } from "../../runtime/schema/PluginPin.js"
 import { layerPluginHost } from "../../runtime/plugins/PluginHost.js"
 import { layerPluginSourceDir, readPluginDir, type PluginArtifact } from "../../runtime/plugins/PluginSource.js"
 import { layerPlugins } from "../../runtime/plugins/Pipeline.js"

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { repoRoot } from "../../runtime/cli/Paths.js"
-import type { PluginPin } from "../../runtime/plugins/PluginPin.js"
+import type { PluginPin } from "../../runtime/schema/PluginPin.js"
 
 /** A pin for a committed plugin (plugins/<dir>), from its signed manifest. */
 export const pinOf = (dir: string, fields: Partial<PluginPin> & Pick<PluginPin, "stages">): PluginPin => {

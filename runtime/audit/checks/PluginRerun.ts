@@ -1,7 +1,7 @@
 import { Effect, Either } from "effect"
 import { rerunDecision } from "../../plugins/Rerun.js"
 import { pluginBy } from "../../plugins/Pipeline.js"
-import { resolvePin, type PluginPin } from "../../plugins/PluginPin.js"
+import { resolvePin, type PluginPin } from "../../schema/PluginPin.js"
 import { jcsDigest } from "../../schema/Canonical.js"
 import type { Decision, HeldEvent } from "../../schema/Events.js"
 import type { JsonValue } from "../../schema/Json.js"

@@ -1,6 +1,6 @@
 import { Schema } from "effect"
-import { JsonValue } from "../schema/Json.js"
-import { Capabilities, Egress, PluginName, PublicKey, Sha256Hex, Stage } from "./Manifest.js"
+import { JsonValue } from "./Json.js"
+import { Capabilities, Egress, PluginName, PublicKey, Sha256Hex, Stage } from "./PluginManifest.js"
 
 /** Defaults a pin gets for the fields it leaves out. */
 export const PinDefaults = {
