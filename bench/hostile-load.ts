@@ -1,7 +1,7 @@
 import type { NatsConnection } from "@nats-io/transport-node"
 import { DemoBank } from "../runtime/executor/DemoBank.js"
 import { devKeyPair } from "../runtime/client/DevKeys.js"
-import { signEnvelope } from "../runtime/protocol/Authenticate.js"
+import { signEnvelope } from "../runtime/schema/EnvelopeSignature.js"
 import { Subjects } from "../runtime/schema/Subjects.js"
 import { startTestNats } from "../test/support/TestNats.js"
 import { clientFor, connectAs } from "../test/support/Principals.js"

@@ -1,7 +1,7 @@
 import { connect, errors, nanos, nuid, type NatsConnection } from "@nats-io/transport-node"
 import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream"
 import { randomBytes } from "node:crypto"
-import { signEnvelope } from "../protocol/Authenticate.js"
+import { signEnvelope } from "../schema/EnvelopeSignature.js"
 import type { Envelope } from "../schema/Envelope.js"
 import type { JsonObject } from "../schema/Json.js"
 import type { WitnessRequest } from "../schema/Events.js"

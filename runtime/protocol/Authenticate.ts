@@ -1,8 +1,5 @@
-import nacl from "tweetnacl"
 import { Either } from "effect"
 import type { Envelope } from "../schema/Envelope.js"
-import { canonicalize } from "../schema/Canonical.js"
-import { ed25519Sign } from "../schema/Ed25519.js"
 import { envelopeSignatureValid } from "./internal/body.mjs"
 import type { ActivePolicy } from "../policy/ActivePolicy.js"
 import { unauthenticated, type Reply } from "./Replies.js"
@@ -25,14 +22,3 @@ export const authenticate = (env: Envelope, op: string, policy: ActivePolicy, ve
 
 /** ed25519 verification of `sig` over the JCS bytes of `payload` under `key` (native; tweetnacl-compatible). */
 export const verifySignature = (env: Envelope): boolean => envelopeSignatureValid(env.payload, env.key, env.sig)
-
-/** Signs a payload into an envelope (used by the client library and tests). */
-export const signEnvelope = (payload: Record<string, unknown>, secretKey: Uint8Array): Envelope => {
-  const kp = nacl.sign.keyPair.fromSecretKey(secretKey)
-  const sig = ed25519Sign(new TextEncoder().encode(canonicalize(payload)), secretKey)
-  return {
-    payload: payload as Envelope["payload"],
-    key: Buffer.from(kp.publicKey).toString("base64"),
-    sig: Buffer.from(sig).toString("base64")
-  }
-}

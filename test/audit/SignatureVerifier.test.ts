@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest"
 import { devKeyPair } from "../../runtime/client/DevKeys.js"
-import { signEnvelope } from "../../runtime/protocol/Authenticate.js"
+import { signEnvelope } from "../../runtime/schema/EnvelopeSignature.js"
 import { makeSignatureVerifier } from "../../runtime/audit/internal/SignatureVerifier.js"
 
 const enc = new TextEncoder()

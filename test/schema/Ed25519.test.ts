@@ -2,7 +2,17 @@ import { describe, expect, it } from "vitest"
 import fc from "fast-check"
 import nacl from "tweetnacl"
 import { ed25519Sign, ed25519Verify } from "../../runtime/schema/Ed25519.js"
-import { signEnvelope, verifySignature } from "../../runtime/protocol/Authenticate.js"
+import { verifySignature } from "../../runtime/protocol/Authenticate.js"
+import { envelopeSignatureValid, signEnvelope } from "../../runtime/schema/EnvelopeSignature.js"
+import type { Envelope } from "../../runtime/schema/Envelope.js"
+
+// The request path's check (protocol, shared with its worker) and the readers' check (schema:
+// client, gateway, auditor) must agree on every envelope.
+const verifies = (env: Envelope): boolean => {
+  const kernel = verifySignature(env)
+  expect(envelopeSignatureValid(env)).toBe(kernel)
+  return kernel
+}
 
 fc.configureGlobal({ seed: Number(process.env["WK_FC_SEED"] ?? 8785) })
 
@@ -93,13 +103,13 @@ describe("signed envelopes", () => {
         const payload = { ...extra, op: "propose", principal: "agent:alice", amount: 250 }
         const env = signEnvelope(payload, kp.secretKey)
         expect(env.key).toBe(Buffer.from(kp.publicKey).toString("base64"))
-        expect(verifySignature(env)).toBe(true)
+        expect(verifies(env)).toBe(true)
         // key order of the payload does not matter: the signature is over JCS
         const reordered = Object.fromEntries(Object.entries(env.payload).reverse())
-        expect(verifySignature({ ...env, payload: reordered as never })).toBe(true)
-        expect(verifySignature({ ...env, payload: { ...env.payload, amount: 251 } })).toBe(false)
-        expect(verifySignature({ ...env, key: Buffer.from(nacl.sign.keyPair().publicKey).toString("base64") })).toBe(false)
-        expect(verifySignature({ ...env, sig: "AAAA" })).toBe(false)
+        expect(verifies({ ...env, payload: reordered as never })).toBe(true)
+        expect(verifies({ ...env, payload: { ...env.payload, amount: 251 } })).toBe(false)
+        expect(verifies({ ...env, key: Buffer.from(nacl.sign.keyPair().publicKey).toString("base64") })).toBe(false)
+        expect(verifies({ ...env, sig: "AAAA" })).toBe(false)
       }),
       { numRuns: 30 }
     )

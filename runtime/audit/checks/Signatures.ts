@@ -1,4 +1,4 @@
-import { verifySignature } from "../../protocol/Authenticate.js"
+import { envelopeSignatureValid as verifySignature } from "../../schema/EnvelopeSignature.js"
 import { callDigest, canonicalize, heldIdOf, jcsDigest } from "../../schema/Canonical.js"
 import { policyCall, PolicyApplyTool } from "../../policy/PolicyChange.js"
 import type { Envelope } from "../../schema/Envelope.js"
