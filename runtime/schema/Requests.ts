@@ -88,7 +88,15 @@ export type AckPayload = typeof AckPayload.Type
 export const PolicyApplyPayload = Schema.Struct({
   op: Schema.Literal("policy.apply"),
   principal: Principal,
-  profile: JsonObject
+  profile: JsonObject,
+  /**
+   * Optional (v1 clients send none), as for propose: a fresh value per envelope. The same
+   * principal's nonce seen again while its envelope is unexpired is a duplicate: the answer of
+   * the first apply, nothing changes.
+   */
+  nonce: Schema.optional(Schema.String.pipe(Schema.minLength(8), Schema.maxLength(128))),
+  /** Optional: after this time the envelope is refused; at most `MaxProposeTtlMs` ahead. */
+  expires_at: Schema.optional(Timestamp)
 })
 export type PolicyApplyPayload = typeof PolicyApplyPayload.Type
 
