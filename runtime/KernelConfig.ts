@@ -1,6 +1,7 @@
 import { Context, Layer } from "effect"
 import { hostname } from "node:os"
 import { randomBytes } from "node:crypto"
+import { retentionOf, type RetentionConfig } from "./ledger/Retention.js"
 import { DefaultDeliveryRetry, type DeliveryRetry } from "./heldcall/Reconciler.js"
 
 /** Tunables of one kernel process. */
@@ -19,6 +20,8 @@ export class KernelConfig extends Context.Tag("wk/KernelConfig")<
     readonly presenceIntervalMs: number
     /** Republishing of unacknowledged deliveries: backoff base and cap, and the grace after expiry. */
     readonly delivery: DeliveryRetry
+    /** Stream limits and archiving of ended held calls. */
+    readonly retention: RetentionConfig
     /** Pause the executor (tests make race windows deterministic with it). */
     readonly executorPaused: () => boolean
   }
@@ -38,5 +41,6 @@ export const layerKernelConfig = (overrides: Partial<Context.Tag.Service<KernelC
       maxMs: Number(process.env["WK_DELIVERY_RETRY_MAX_MS"] ?? DefaultDeliveryRetry.maxMs),
       graceMs: Number(process.env["WK_DELIVERY_GRACE_MS"] ?? DefaultDeliveryRetry.graceMs)
     },
+    retention: overrides.retention ?? retentionOf(),
     executorPaused: overrides.executorPaused ?? (() => process.env["WK_EXECUTOR_PAUSED"] === "1")
   })
