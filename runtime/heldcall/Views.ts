@@ -129,6 +129,7 @@ export const heldView = (role: Role, f: HeldCallFacts) => {
     result_admission: f.result_admission,
     continuation_delivery: f.continuation_delivery,
     delivery_id: f.delivery_id,
+    ...(f.delivery_stopped_at !== undefined ? { delivery_stopped_at: f.delivery_stopped_at } : {}),
     outcome: f.outcome,
     ...(spec?.parent_held_id !== undefined ? { parent_held_id: spec.parent_held_id, dependency_depth: spec.ancestors?.length ?? 1 } : {}),
     ...(f.dependencies !== undefined ? { dependencies: f.dependencies } : {}),
