@@ -10,6 +10,7 @@ import { layerAdmitAll } from "./policy/Admission.js"
 import { layerDriver } from "./loops/Driver.js"
 import { runController } from "./loops/Controller.js"
 import { runPresenceWatch } from "./loops/PresenceWatch.js"
+import { runRecoverySweep } from "./loops/RecoverySweep.js"
 import { serveProtocol } from "./protocol/Service.js"
 import { servePolicyApplyTool } from "./protocol/PolicyApplyTool.js"
 import { serveStatus } from "./protocol/Status.js"
@@ -86,6 +87,7 @@ export const runKernel = Effect.gen(function* () {
   yield* runController()
   const { owner, presenceIntervalMs } = yield* KernelConfig
   yield* runPresenceWatch(presenceIntervalMs)
+  yield* runRecoverySweep
   const { nc } = yield* Nats
   return { owner, server: nc.getServer() }
 })

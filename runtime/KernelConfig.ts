@@ -18,6 +18,10 @@ export class KernelConfig extends Context.Tag("wk/KernelConfig")<
     readonly presenceIntervalMs: number
     /** Pause the executor (tests make race windows deterministic with it). */
     readonly executorPaused: () => boolean
+    /** How often the recovery sweep re-derives the work of open held calls; 0 turns it off. */
+    readonly sweepIntervalMs: number
+    /** Most held calls one kernel's sweep drives per second (the sweep is paced, not a burst). */
+    readonly sweepRatePerSec: number
   }
 >() {}
 
@@ -30,5 +34,7 @@ export const layerKernelConfig = (overrides: Partial<Context.Tag.Service<KernelC
     toolTimeoutMs: overrides.toolTimeoutMs ?? Number(process.env["WK_TOOL_TIMEOUT_MS"] ?? 5_000),
     answerWaitMs: overrides.answerWaitMs ?? 10_000,
     presenceIntervalMs: overrides.presenceIntervalMs ?? Number(process.env["WK_PRESENCE_MS"] ?? 2_000),
-    executorPaused: overrides.executorPaused ?? (() => process.env["WK_EXECUTOR_PAUSED"] === "1")
+    executorPaused: overrides.executorPaused ?? (() => process.env["WK_EXECUTOR_PAUSED"] === "1"),
+    sweepIntervalMs: overrides.sweepIntervalMs ?? Number(process.env["WK_SWEEP_MS"] ?? 30_000),
+    sweepRatePerSec: overrides.sweepRatePerSec ?? Number(process.env["WK_SWEEP_RATE"] ?? 200)
   })
