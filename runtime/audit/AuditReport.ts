@@ -7,6 +7,7 @@ export const CheckName = Schema.Literal(
   "signatures",
   "attestation-binding",
   "effect-safety",
+  "policy-authority",
   "delivery",
   "projection",
   "plugin-rerun"

@@ -260,8 +260,15 @@ export class WitnessClient {
     return this.propose({ session_id: "policy", turn_id: "apply", call_id: callId, tool: "kernel_policy_apply", args: { profile } } as ProposeInput)
   }
 
-  applyPolicy(profile: JsonObject): Promise<{ status: number; policy_epoch?: number; held_id?: string; error?: ErrorReply["error"] }> {
-    return this.request(Subjects.policyApply, this.sign({ op: "policy.apply", profile }))
+  /**
+   * Signs and sends a `policy.apply` with a fresh nonce and a short expiry, so a captured envelope
+   * sent again is a duplicate and, after a few minutes, refused.
+   */
+  applyPolicy(profile: JsonObject, ttlMs = 5 * 60_000): Promise<{ status: number; policy_epoch?: number; held_id?: string; duplicate?: boolean; error?: ErrorReply["error"] }> {
+    return this.request(
+      Subjects.policyApply,
+      this.sign({ op: "policy.apply", profile, nonce: randomBytes(12).toString("hex"), expires_at: new Date(Date.now() + ttlMs).toISOString() })
+    )
   }
 
   /**

@@ -142,7 +142,8 @@ const nextLocalEvent = (f: HeldCallFacts, ctx: ReconcileContext, tag: string, at
   if (f.verdict === "REQUIRE_WITNESS" && f.witness_contract !== null) {
     const veto = vetoOf(f, ctx)
     if (veto !== undefined) {
-      const reason = veto.kind === "reject" ? `veto by ${veto.class} witness ${veto.witness}` : `veto by witness ${veto.witness}: ${veto.reason}`
+      // The vetoing witness's own words travel with the denial to the agent.
+      const reason = veto.kind === "reject" ? `veto by ${veto.class} witness ${veto.witness}${veto.statement !== undefined ? `: ${veto.statement}` : ""}` : `veto by witness ${veto.witness}: ${veto.reason}`
       return { ...base, type: "call.denied", event_id: id("call.denied"), reasons: [{ by: veto.witness, reason }] }
     }
     // A rule no witness left can meet ends the call now, naming each final no.

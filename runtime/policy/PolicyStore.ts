@@ -12,7 +12,13 @@ const StoredPolicy = Schema.Struct({
   epoch: Schema.Int,
   profiles: Schema.Array(Profile),
   /** Digest of the profile files last applied at start-up (files changed -> new epoch). */
-  source_digest: Schema.String
+  source_digest: Schema.String,
+  /**
+   * The signed `policy.apply` envelopes applied while they are unexpired, by principal and nonce,
+   * with the epoch each made: the same envelope again is a duplicate. Written with the profiles,
+   * so an apply and its nonce are recorded together or not at all.
+   */
+  applies: Schema.optional(Schema.Array(Schema.Struct({ principal: Schema.String, nonce: Schema.String, epoch: Schema.Int, expires_at: Schema.String })))
 })
 type StoredPolicy = typeof StoredPolicy.Type
 
@@ -30,6 +36,14 @@ export class PolicyStore extends Context.Tag("wk/PolicyStore")<
     readonly refresh: Effect.Effect<ActivePolicy, LedgerError>
     /** Replaces the profiles and bumps the epoch (CAS on the bucket). */
     readonly apply: (profiles: ReadonlyArray<Profile>) => Effect.Effect<ActivePolicy, LedgerError>
+    /**
+     * As `apply`, for a signed envelope with a nonce: unless the same principal's nonce was already
+     * applied (then nothing changes and `duplicate` names the epoch that apply made).
+     */
+    readonly applyOnce: (
+      profiles: ReadonlyArray<Profile>,
+      envelope: { readonly principal: string; readonly nonce: string; readonly expires_at: string }
+    ) => Effect.Effect<{ readonly policy: ActivePolicy; readonly duplicate?: number }, LedgerError>
   }
 >() {}
 
@@ -121,9 +135,26 @@ export const makePolicyStore = (fileProfiles: ReadonlyArray<Profile>) =>
       refresh: Effect.flatMap(read, (r) => (r === null ? Ref.get(ref) : set(r.stored))),
       apply: (profiles) =>
         Effect.flatMap(
-          write((prev) => ({ epoch: (prev?.epoch ?? 0) + 1, profiles, source_digest: prev?.source_digest ?? sourceDigest })),
+          write((prev) => ({ epoch: (prev?.epoch ?? 0) + 1, profiles, source_digest: prev?.source_digest ?? sourceDigest, ...(prev?.applies ? { applies: prev.applies } : {}) })),
           (s) => Effect.zipRight(recordApplied(s, false), set(s))
-        )
+        ),
+      applyOnce: (profiles, env) =>
+        Effect.gen(function* () {
+          let duplicate: number | undefined
+          const s = yield* write((prev) => {
+            const now = Date.now()
+            const seen = (prev?.applies ?? []).find((a) => a.principal === env.principal && a.nonce === env.nonce)
+            duplicate = seen?.epoch
+            if (seen !== undefined) return null
+            const epoch = (prev?.epoch ?? 0) + 1
+            // Expired envelopes are refused anyway: their nonces need not be kept.
+            const applies = [...(prev?.applies ?? []).filter((a) => Date.parse(a.expires_at) > now), { principal: env.principal, nonce: env.nonce, epoch, expires_at: env.expires_at }]
+            return { epoch, profiles, source_digest: prev?.source_digest ?? sourceDigest, applies }
+          })
+          if (duplicate !== undefined) return { policy: yield* set(s), duplicate }
+          yield* recordApplied(s, false)
+          return { policy: yield* set(s) }
+        })
     })
   })
 

@@ -93,6 +93,12 @@ export const HeldCallFacts = Schema.Struct({
    * must supersede one of them. Absent: the last proposal is `generation` itself.
    */
   proposed_generation: Schema.optional(Schema.Int),
+  /**
+   * Call digests of the proposals this call's edits replaced, oldest first: an envelope that
+   * proposes one of them again without naming the generation it supersedes is a replay.
+   * Absent: never edited.
+   */
+  earlier_digests: Schema.optional(Schema.Array(Schema.String)),
   /** The rule in force: the contract's rule, or the fallback route after a timeout. */
   active_rule: Schema.NullOr(WitnessRule),
   /** True once a 202 was answered: the end of the call is then delivered to the session. */

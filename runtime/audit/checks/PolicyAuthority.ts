@@ -1,0 +1,55 @@
+import { adjudicatePolicyChange, PolicyApplyTool } from "../../policy/PolicyChange.js"
+import { collector, type HeldCheck } from "./Check.js"
+
+/**
+ * `policy-authority`: every `kernel_policy_apply` dispatched (a policy change taking effect) was
+ * proposed by a policy admin of the registry in force when it was proposed, and, when the kernel
+ * floor re-decides it under the policy in force at its dispatch and finds that it widens, a
+ * valid approval of that generation from another admin (its key registered then) stood. The
+ * call's own recorded verdict is not trusted: the decision is recomputed from the profile.
+ */
+export const policyAuthority: HeldCheck = {
+  name: "policy-authority",
+  run: (call, ctx) => {
+    const c = collector("policy-authority", call.heldId)
+    let proposedSeq: number | undefined
+    for (const { seq, event, before, fresh } of call.steps) {
+      if (!fresh) continue
+      if (event.type === "call.proposed") proposedSeq = seq
+      const spec = before.spec
+      if (event.type !== "effect.dispatched" || spec === null || spec.tool !== PolicyApplyTool) continue
+      c.count()
+      const seqs = proposedSeq === undefined ? [seq] : [proposedSeq, seq]
+      const inForce = ctx.policy.at(seq, event.at)
+      if (inForce === undefined) {
+        c.unsure([seq], `no policy record in force at ${event.at}: cannot tell whether this policy change was authorized`)
+        continue
+      }
+      const proposer = spec.principal
+      const wasAdmin = inForce.policy.admins.has(proposer) || ctx.policy.around(spec.created_at).some((p) => p.policy.admins.has(proposer))
+      if (!wasAdmin) {
+        c.fail(seqs, `policy change by a non-admin: ${proposer} proposed ${PolicyApplyTool} and was not a policy admin (epoch ${inForce.epoch}); it was dispatched`)
+        continue
+      }
+      const decided = adjudicatePolicyChange(inForce.policy, proposer, spec.args)
+      if (decided.verdict !== "REQUIRE_WITNESS" && decided.verdict !== "DENY") continue
+      if (decided.verdict === "DENY") {
+        c.fail(seqs, `policy change dispatched although the kernel floor denies it under epoch ${inForce.epoch}: ${decided.reasons[0]?.reason ?? "denied"}`)
+        continue
+      }
+      const seconds = before.evidence.filter(
+        (e) =>
+          e.generation === before.generation &&
+          e.status === "valid" &&
+          e.decision === "approve" &&
+          e.witness !== proposer &&
+          inForce.policy.admins.has(e.witness) &&
+          (inForce.policy.principals.get(e.witness)?.keys.includes(e.key) ?? false)
+      )
+      if (seconds.length === 0) {
+        c.fail(seqs, `widening applied without a second admin: ${proposer}'s change (${decided.reasons[0]?.reason ?? "widens policy"}) was dispatched with no valid approval from another policy admin (epoch ${inForce.epoch})`)
+      }
+    }
+    return c.done()
+  }
+}
