@@ -27,9 +27,9 @@ export interface ArchivedEvents {
  * checks its SHA-256 against the record, decompresses it and checks that it holds exactly the
  * sequences and subjects the record lists. An archive that is missing, altered or inconsistent
  * is a violation of the `archive` check naming the object and each call it holds; its events
- * are then not used.
+ * are then not used. With `only`, just the archives holding that held call are fetched.
  */
-export const readArchives = (stream: string, prefix: string): Effect.Effect<ArchivedEvents, never, Nats> =>
+export const readArchives = (stream: string, prefix: string, only?: string): Effect.Effect<ArchivedEvents, never, Nats> =>
   Effect.gen(function* () {
     const violations: Array<Violation> = []
     const byHeld = new Map<string, Map<number, RawMessage>>()
@@ -58,6 +58,7 @@ export const readArchives = (stream: string, prefix: string): Effect.Effect<Arch
         return v
       })
     for (const r of records) {
+      if (only !== undefined && !r.calls.some((c) => c.held_id === only)) continue
       const name = `${r.bucket}/${r.object}`
       const bad = (message: string) => {
         for (const c of r.calls) violations.push({ check: "archive", held_id: c.held_id, seqs: [r.seq], message: `archive ${name} (${r.archive_id}): ${message}` })
