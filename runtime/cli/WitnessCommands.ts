@@ -113,17 +113,18 @@ const resultCommand = Command.make(
     timeout: Options.integer("timeout-ms").pipe(Options.withDefault(60_000), Options.withDescription("with --wait, give up after this long (exit 3: still held)")),
     as: asOpt,
     key: keyOpt,
-    ack: Options.boolean("ack").pipe(Options.withDescription("also acknowledge the delivery (as `wk ack` does)")),
+    ack: Options.boolean("ack").pipe(Options.withDescription("also acknowledge the delivery (as `wk ack` does; --wait does by default)")),
+    noAck: Options.boolean("no-ack").pipe(Options.withDescription("with --wait, leave the delivery unacknowledged (the kernel keeps republishing it)")),
     json
   },
-  ({ heldId, wait, timeout, as, key, ack, json }) =>
+  ({ heldId, wait, timeout, as, key, ack, noAck, json }) =>
     Effect.gen(function* () {
       const client = yield* connectClient("agent", as, Option.getOrUndefined(key))
       const h = yield* readHeld(client, heldId)
       if ((h["outcome"] === null || h["outcome"] === undefined) && !wait)
         return yield* new CliError({ message: `${heldId} has no result yet: it is ${stateOf(h)} (wait for it with \`wk result ${heldId} --wait\`)`, exit: ExitCode.held })
       const d = yield* Effect.tryPromise({
-        try: () => client.result(heldId, { sessionId: String(h["session_id"]), timeoutMs: wait ? timeout : 5_000, ack }),
+        try: () => client.result(heldId, { sessionId: String(h["session_id"]), timeoutMs: wait ? timeout : 5_000, ack: (ack || wait) && !noAck }),
         catch: (e) => new CliError({ message: `${heldId} has no delivered result after ${wait ? timeout : 5_000} ms (${e instanceof Error ? e.message : String(e)}): see \`wk held show ${heldId}\``, exit: ExitCode.held })
       })
       yield* Console.log(json ? JSON.stringify(d, null, 2) : describeDelivery(d))

@@ -166,6 +166,8 @@ const apply = (f: HeldCallFacts, e: HeldEvent): HeldCallFacts => {
       }
     case "delivery.acknowledged":
       return { ...f, continuation_delivery: "acknowledged", delivery_id: e.delivery_id }
+    case "delivery.stopped":
+      return f.delivery_stopped_at !== undefined ? f : { ...f, delivery_stopped_at: e.at }
     case "call.cancelled":
       return f.execution === "none" || f.execution === "leased" ? end(f, "cancelled", { reasons: [{ by: e.by, reason: e.reason }] }) : f
     case "call.expired":

@@ -122,6 +122,8 @@ export const HeldCallFacts = Schema.Struct({
   delivery_id: Schema.NullOr(Schema.String),
   delivery_attempts: Schema.Int,
   delivery_last_at: Schema.NullOr(Schema.String),
+  /** When the kernel stopped republishing an unacknowledged delivery (`delivery.stopped`). Absent: it did not. */
+  delivery_stopped_at: Schema.optional(Schema.String),
   errors: Schema.Array(Schema.String),
   /** Nested held calls this call waits for, sorted by held id. Absent: none (and in older projections). */
   dependencies: Schema.optional(Schema.Array(Dependency)),
