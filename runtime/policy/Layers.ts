@@ -254,6 +254,10 @@ const layerWidenings = (base: ReadonlyArray<Profile>, p: Profile): ReadonlyArray
     if (fb !== undefined && fb.action === "route" && stable(fb) !== stable(had.contract?.fallback)) out.push({ field: `rules.${tool}.contract.fallback`, message: "a routing fallback is added or changed" })
   }
   if (p.held_ttl_ms !== undefined && p.held_ttl_ms > b.heldTtlMs) out.push({ field: "held_ttl_ms", message: `held_ttl_ms ${p.held_ttl_ms} is longer than ${b.heldTtlMs}` })
+  // A transform changes the call that runs: it can steer a call to a granted tool whose rule is
+  // looser than the one the agent's call meets, so only the floor and the organization pin one.
+  for (const [i, pin] of (p.plugins ?? []).entries())
+    if (pin.stages.includes("transform")) out.push({ field: `plugins.${i}.stages`, message: `plugin ${pin.name} may not transform at a narrowing layer: a transform changes the call that runs` })
   const bd = depthOf(base)
   if (p.max_dependency_depth !== undefined && bd !== undefined && p.max_dependency_depth > bd)
     out.push({ field: "max_dependency_depth", message: `max_dependency_depth ${p.max_dependency_depth} is deeper than ${bd}` })

@@ -72,6 +72,12 @@ describe("checkLayers", () => {
     const user: Profile = { name: "carol", layer: "user", rules: { money_transfer: { witness_above: 800 } } }
     expect(checkLayers([org, project, user]).map((e) => e.message)).toEqual(["user layer 'carol' widens rules.money_transfer.witness_above: witness_above 800 is looser than 500"])
   })
+  it("refuses a transform pinned at a project layer: it could steer a held transfer to a tool with a looser rule", () => {
+    const alias = { name: "tool-alias", version: "1.0.0", sha256: "a".repeat(64), signer: key, stages: ["transform" as const], config: { aliases: { money_transfer: "bank_balance" } } }
+    const project: Profile = { name: "payments", layer: "project", plugins: [alias] }
+    expect(checkLayers([org, project]).map((e) => e.message)).toEqual(["project layer 'payments' widens plugins.0.stages: plugin tool-alias may not transform at a narrowing layer: a transform changes the call that runs"])
+    expect(checkLayers([org, { ...project, plugins: [{ ...alias, stages: ["adjudicate" as const] }] }])).toEqual([])
+  })
   it("organization profiles are not narrow-only", () => {
     expect(checkLayers([org, { name: "acme-extra", grants: { "agent:bob": ["x"] } }])).toEqual([])
   })
