@@ -13,6 +13,7 @@ import { runController } from "./loops/Controller.js"
 import { runPresenceWatch } from "./loops/PresenceWatch.js"
 import { runArchiver } from "./loops/Archiver.js"
 import { runPolicyReevaluation } from "./loops/PolicyReevaluation.js"
+import { runRecoverySweep } from "./loops/RecoverySweep.js"
 import { serveProtocol } from "./protocol/Service.js"
 import { servePolicyApplyTool } from "./protocol/PolicyApplyTool.js"
 import { serveStatus } from "./protocol/Status.js"
@@ -90,6 +91,7 @@ export const runKernel = Effect.gen(function* () {
   const { owner, presenceIntervalMs } = yield* KernelConfig
   yield* runPresenceWatch(presenceIntervalMs)
   yield* runArchiver
+  yield* runRecoverySweep
   const { nc } = yield* Nats
   return { owner, server: nc.getServer() }
 })

@@ -27,6 +27,10 @@ export class KernelConfig extends Context.Tag("wk/KernelConfig")<
     readonly reevaluation: ReevaluationPace
     /** Pause the executor (tests make race windows deterministic with it). */
     readonly executorPaused: () => boolean
+    /** How often the recovery sweep re-derives the work of open held calls; 0 turns it off. */
+    readonly sweepIntervalMs: number
+    /** Most held calls one kernel's sweep drives per second (the sweep is paced, not a burst). */
+    readonly sweepRatePerSec: number
   }
 >() {}
 
@@ -46,5 +50,7 @@ export const layerKernelConfig = (overrides: Partial<Context.Tag.Service<KernelC
     },
     retention: overrides.retention ?? retentionOf(),
     reevaluation: overrides.reevaluation ?? reevaluationPaceOf(),
-    executorPaused: overrides.executorPaused ?? (() => process.env["WK_EXECUTOR_PAUSED"] === "1")
+    executorPaused: overrides.executorPaused ?? (() => process.env["WK_EXECUTOR_PAUSED"] === "1"),
+    sweepIntervalMs: overrides.sweepIntervalMs ?? Number(process.env["WK_SWEEP_MS"] ?? 30_000),
+    sweepRatePerSec: overrides.sweepRatePerSec ?? Number(process.env["WK_SWEEP_RATE"] ?? 200)
   })

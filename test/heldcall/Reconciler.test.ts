@@ -130,6 +130,11 @@ describe("readiness: unsatisfied -> satisfied -> stale -> re-evaluated", () => {
     expect(kinds(plan)).toEqual(["deliver"])
   })
 
+  it("given a veto-class reject with a reason, when the call is denied, then the denial carries the witness's own words", () => {
+    const facts = fold(parked, attestation({ witness: "compliance:zoe", decision: "reject", issued: 101, reason: "beneficiary is on the sanctions list" }))
+    expect(reconcile(facts, ctxAt(1000)).facts.reasons).toEqual([{ by: "compliance:zoe", reason: "veto by compliance witness compliance:zoe: beneficiary is on the sanctions list" }])
+  })
+
   it("a held call past its expiry expires before anything else", () => {
     const plan = reconcile(fold(parked, attestation({ witness: "user:carol", decision: "approve", issued: 100 })), ctxAt(3_600_000))
     expect(types(plan)).toEqual(["call.expired"])
