@@ -161,7 +161,7 @@ export const runPolicyReevaluation = Effect.gen(function* () {
         // How busy the event loop was since the last batch started, this walk's work included.
         const busy = performance.eventLoopUtilization(elu).utilization
         elu = performance.eventLoopUtilization()
-        rate = busy > pace.busyShare ? Math.max(pace.minRatePerSec, rate * 0.7) : Math.min(pace.maxRatePerSec, rate * 1.25)
+        rate = busy > pace.busyShare ? Math.max(pace.minRatePerSec, rate * 0.5) : Math.min(pace.maxRatePerSec, rate * 1.25)
         const batch = ids.slice(i, i + pace.batch)
         const started = Date.now()
         yield* Effect.forEach(batch, (id) => reevaluate(epoch, id), { concurrency: pace.concurrency, discard: true })

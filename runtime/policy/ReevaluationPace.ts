@@ -24,8 +24,8 @@ export const DefaultReevaluationPace: ReevaluationPace = {
   concurrency: 4,
   batch: 32,
   maxRatePerSec: 2_000,
-  minRatePerSec: 50,
-  busyShare: 0.8,
+  minRatePerSec: 20,
+  busyShare: 0.5,
   leaseMs: 15_000,
   pollMs: 500
 }
