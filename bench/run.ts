@@ -7,12 +7,14 @@ import { runHostileLoadBench } from "./hostile-load.js"
 import { runKernelPathBench } from "./kernel-paths.js"
 import { runParkedMemoryBench } from "./parked-memory.js"
 import { runPluginStageBench } from "./plugin-stage.js"
+import { runPolicyReevalBench } from "./policy-reeval.js"
 import { notes, printNotes, printTable, type Row } from "./Table.js"
 
 /**
  * `npm run bench`: every figure next to its floor, measured in the same run. Select with
- * WK_BENCH_ONLY=cli,kernel,hostile,plugin,audit,memory; sizes with WK_BENCH_RUNS, WK_BENCH_PER_RUN,
- * WK_BENCH_PARKED (default 100,000 parked calls: that part takes minutes). WK_BENCH_QUICK=1 runs the
+ * WK_BENCH_ONLY=cli,kernel,hostile,plugin,audit,memory,reeval; sizes with WK_BENCH_RUNS, WK_BENCH_PER_RUN,
+ * WK_BENCH_PARKED (default 100,000 parked calls: that part takes minutes), WK_BENCH_REEVAL_N (open
+ * held calls a policy change re-evaluates; default 10,000, 100,000 for the full figure). WK_BENCH_QUICK=1 runs the
  * kernel suite once with few calls, to see its rows produced (figures are noise); WK_BENCH_DBOS=0
  * skips the DBOS rows (they need `@dbos-inc/dbos-sdk` and PostgreSQL on 127.0.0.1:5432).
  */
@@ -22,7 +24,8 @@ const suites: ReadonlyArray<readonly [string, () => Promise<Array<Row>>]> = [
   ["hostile", runHostileLoadBench],
   ["plugin", () => runPluginStageBench()],
   ["audit", runAuditReplayBench],
-  ["memory", () => runParkedMemoryBench()]
+  ["memory", () => runParkedMemoryBench()],
+  ["reeval", () => runPolicyReevalBench()]
 ]
 const only = (process.env["WK_BENCH_ONLY"] ?? "").split(",").filter((s) => s !== "")
 const rows: Array<Row> = []

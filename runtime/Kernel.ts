@@ -12,6 +12,7 @@ import { layerDriver } from "./loops/Driver.js"
 import { runController } from "./loops/Controller.js"
 import { runPresenceWatch } from "./loops/PresenceWatch.js"
 import { runArchiver } from "./loops/Archiver.js"
+import { runPolicyReevaluation } from "./loops/PolicyReevaluation.js"
 import { runRecoverySweep } from "./loops/RecoverySweep.js"
 import { serveProtocol } from "./protocol/Service.js"
 import { servePolicyApplyTool } from "./protocol/PolicyApplyTool.js"
@@ -85,7 +86,7 @@ export const layerKernel = (opts: KernelOptions) => {
 export const runKernel = Effect.gen(function* () {
   yield* serveProtocol
   yield* servePolicyApplyTool
-  yield* serveStatus
+  yield* serveStatus((yield* runPolicyReevaluation).working)
   yield* runController()
   const { owner, presenceIntervalMs } = yield* KernelConfig
   yield* runPresenceWatch(presenceIntervalMs)

@@ -2,6 +2,7 @@ import { Context, Layer } from "effect"
 import { hostname } from "node:os"
 import { randomBytes } from "node:crypto"
 import { retentionOf, type RetentionConfig } from "./ledger/Retention.js"
+import { reevaluationPaceOf, type ReevaluationPace } from "./policy/ReevaluationPace.js"
 import { DefaultDeliveryRetry, type DeliveryRetry } from "./heldcall/Reconciler.js"
 
 /** Tunables of one kernel process. */
@@ -22,6 +23,8 @@ export class KernelConfig extends Context.Tag("wk/KernelConfig")<
     readonly delivery: DeliveryRetry
     /** Stream limits and archiving of ended held calls. */
     readonly retention: RetentionConfig
+    /** Pace and sharding of the re-evaluation of open held calls after a policy change. */
+    readonly reevaluation: ReevaluationPace
     /** Pause the executor (tests make race windows deterministic with it). */
     readonly executorPaused: () => boolean
     /** How often the recovery sweep re-derives the work of open held calls; 0 turns it off. */
@@ -46,6 +49,7 @@ export const layerKernelConfig = (overrides: Partial<Context.Tag.Service<KernelC
       graceMs: Number(process.env["WK_DELIVERY_GRACE_MS"] ?? DefaultDeliveryRetry.graceMs)
     },
     retention: overrides.retention ?? retentionOf(),
+    reevaluation: overrides.reevaluation ?? reevaluationPaceOf(),
     executorPaused: overrides.executorPaused ?? (() => process.env["WK_EXECUTOR_PAUSED"] === "1"),
     sweepIntervalMs: overrides.sweepIntervalMs ?? Number(process.env["WK_SWEEP_MS"] ?? 30_000),
     sweepRatePerSec: overrides.sweepRatePerSec ?? Number(process.env["WK_SWEEP_RATE"] ?? 200)

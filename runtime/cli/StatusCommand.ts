@@ -1,9 +1,10 @@
 import { Command, Options } from "@effect/cli"
-import { Console, Effect, Option } from "effect"
+import { Console, Effect, Option, Schema } from "effect"
 import { jetstreamManager } from "@nats-io/jetstream"
 import { Kvm } from "@nats-io/kv"
 import { StatusSubject } from "../protocol/Status.js"
 import { Buckets } from "../schema/Subjects.js"
+import { ReevaluationKeyPrefix, ReevaluationProgress, summarize, type ReevaluationSummary } from "../schema/ReevaluationProgress.js"
 import { ask, connectClient } from "./Connect.js"
 import { deliveryStateOf, getHeld, openHeldIds, stateOf } from "./HeldCommands.js"
 
@@ -41,6 +42,7 @@ export const statusCommand = Command.make(
         if (e === null || e.operation !== "PUT") return null
         return e.json<{ epoch: number; profiles: ReadonlyArray<{ name: string; layer?: string; plugins?: ReadonlyArray<Pin> }> }>()
       })
+      const reevaluation = policy === null ? null : yield* ask("read re-evaluation progress", () => reevaluationOf(nc, policy.epoch))
       const ids = yield* openHeldIds(client, 2_000)
       const states = new Map<string, number>()
       const facts = yield* Effect.forEach(ids, (id) => getHeld(client, id).pipe(Effect.option), { concurrency: 16 })
@@ -66,8 +68,9 @@ export const statusCommand = Command.make(
       const plugins = (policy?.profiles ?? []).flatMap((p) => (p.plugins ?? []).map((pin) => ({ profile: p.name, name: pin.name, version: pin.version, sha256: pin.sha256, signer: pin.signer, stages: pin.stages })))
       const report = {
         server: nc.getServer(),
-        kernels: kernels.map((k) => ({ owner: k["owner"], pid: k["pid"], uptime_ms: k["uptime_ms"], policy_epoch: k["policy_epoch"] })),
+        kernels: kernels.map((k) => ({ owner: k["owner"], pid: k["pid"], uptime_ms: k["uptime_ms"], policy_epoch: k["policy_epoch"], reevaluating: k["reevaluating"] ?? null })),
         policy_epoch: policy?.epoch ?? null,
+        reevaluation,
         profiles: (policy?.profiles ?? []).map((p) => ({ name: p.name, layer: p.layer ?? null })),
         plugins,
         open_held_calls: { total: open, by_state: Object.fromEntries([...states].sort()) },
@@ -79,6 +82,7 @@ export const statusCommand = Command.make(
         `server        ${report.server}`,
         `kernels       ${report.kernels.length === 0 ? "none answered (start one with `npm start` or `wk kernel`)" : report.kernels.map((k) => `${String(k.owner)} (pid ${String(k.pid)}, epoch ${String(k.policy_epoch)})`).join(", ")}`,
         `policy epoch  ${String(report.policy_epoch)}  profiles ${report.profiles.map((p) => `${p.name}${p.layer ? `(${p.layer})` : ""}`).join(", ")}`,
+        `re-evaluation ${reevaluationLine(reevaluation)}`,
         `open calls    ${open}${states.size > 0 ? "  " + [...states].map(([s, n]) => `${s}: ${n}`).join(", ") : ""}`,
         ...(ended.size > 0 ? [`ended calls   ${[...ended].map(([s, n]) => `${s}: ${n}`).join(", ")}  (still in the open index)`] : []),
         "plugins",
@@ -89,3 +93,26 @@ export const statusCommand = Command.make(
       yield* Console.log(lines.join("\n"))
     }).pipe(Effect.scoped)
 ).pipe(Command.withDescription("Streams, consumers and their lag, open held calls by state, policy epoch, plugins in force, kernels answering"))
+
+const decodeProgress = Schema.decodeUnknownOption(Schema.parseJson(ReevaluationProgress))
+
+/** The re-evaluation of open calls under `epoch`, summed over the shard records kernels keep in `wk_policy`. */
+export const reevaluationOf = async (nc: Parameters<typeof jetstreamManager>[0], epoch: number): Promise<ReevaluationSummary | null> => {
+  const kv = await new Kvm(nc).open(Buckets.policy)
+  const records: Array<ReevaluationProgress> = []
+  for await (const k of await kv.keys(`${ReevaluationKeyPrefix}${epoch}.>`)) {
+    const e = await kv.get(k)
+    if (e === null || e.operation !== "PUT") continue
+    const r = decodeProgress(e.string())
+    if (r._tag === "Some") records.push(r.value)
+  }
+  if (records.length === 0) return null
+  return summarize(epoch, records[0]!.shards, records)
+}
+
+const reevaluationLine = (r: ReevaluationSummary | null): string =>
+  r === null
+    ? "not started for this epoch"
+    : r.finished
+      ? `epoch ${r.epoch}: done, ${r.done} open calls re-evaluated`
+      : `epoch ${r.epoch}: ${r.done}/${r.total} calls (${r.total === 0 ? 0 : Math.floor((r.done / r.total) * 100)}%), ${r.rate_per_s} calls/s, ${r.shards_finished}/${r.shards} shards done${r.owners.length > 0 ? ` (${r.owners.join(", ")})` : ""}`

@@ -5,7 +5,6 @@ import type { Driver } from "../loops/Driver.js"
 import { PolicyStore } from "../policy/PolicyStore.js"
 import { classifyChange, holdsProfile, PolicyApplyTool } from "../policy/PolicyChange.js"
 import { Buckets, Subjects } from "../schema/Subjects.js"
-import { announceEpoch } from "./PolicyApply.js"
 import { serveRequests } from "./internal/serveRequests.js"
 
 type Deps = Nats | PolicyStore | HeldCallStore | Driver
@@ -38,8 +37,6 @@ export const servePolicyApplyTool = Effect.gen(function* () {
       const epoch = changed ? (yield* store.apply(change.profiles, { held_id: key.split(":")[0]! })).epoch : policy.epoch
       const result = { policy_epoch: epoch, profile: change.profile.name }
       yield* Effect.promise(() => bucket.put(appliedKey(key), JSON.stringify(result)))
-      // Announced after replying: this very call is open and its driver waits on this reply.
-      if (changed) yield* Effect.forkDaemon(announceEpoch(epoch))
       return { ok: true, result }
     })
   const readback = (req: { idempotency_key?: unknown }) =>

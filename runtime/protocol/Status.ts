@@ -2,18 +2,20 @@ import { Effect } from "effect"
 import { Nats } from "../ledger/Nats.js"
 import { KernelConfig } from "../KernelConfig.js"
 import { PolicyStore } from "../policy/PolicyStore.js"
+import type { ReevaluationWork } from "../loops/PolicyReevaluation.js"
 
 /** `wk.v1.admin.status`: every kernel process answers (no queue group) with its own figures. */
 export const StatusSubject = "wk.v1.admin.status"
 
-export const serveStatus = Effect.gen(function* () {
+/** `working`: the shard of a policy re-evaluation this process is walking now, if any. */
+export const serveStatus = (working: Effect.Effect<ReevaluationWork | null>) => Effect.gen(function* () {
   const { nc } = yield* Nats
   const { owner } = yield* KernelConfig
   const policies = yield* PolicyStore
   const started = Date.now()
   const sub = nc.subscribe(StatusSubject, {
     callback: (_e, m) => {
-      void Effect.runPromise(policies.current).then((policy) => {
+      void Effect.runPromise(Effect.all([policies.current, working])).then(([policy, reevaluating]) => {
         // With --expose-gc, collect first so resident memory reflects live data, not garbage.
         const gc = (globalThis as { gc?: () => void }).gc
         if (gc !== undefined && m.data.length > 0 && new TextDecoder().decode(m.data).includes("gc")) gc()
@@ -24,6 +26,7 @@ export const serveStatus = Effect.gen(function* () {
             pid: process.pid,
             uptime_ms: Date.now() - started,
             policy_epoch: policy.epoch,
+            reevaluating,
             memory: { rss: mem.rss, heap_used: mem.heapUsed, heap_total: mem.heapTotal, external: mem.external }
           })
         )

@@ -1,0 +1,235 @@
+import { Duration, Effect, Either, Ref, Schema } from "effect"
+import { performance } from "node:perf_hooks"
+import { KernelConfig } from "../KernelConfig.js"
+import { HeldCallStore } from "../ledger/HeldCallStore.js"
+import { acquireLease, releaseLease, type Lease } from "../ledger/Leases.js"
+import { LedgerError } from "../ledger/LedgerError.js"
+import { Nats } from "../ledger/Nats.js"
+import { wake } from "../ledger/Wakes.js"
+import { beforeDispatch } from "../heldcall/Facts.js"
+import { PolicyStore } from "../policy/PolicyStore.js"
+import type { PolicyEpochChanged } from "../schema/Events.js"
+import { ReevaluationKeyPrefix, ReevaluationProgress, reevaluationKey } from "../schema/ReevaluationProgress.js"
+import { Buckets } from "../schema/Subjects.js"
+import { eventOf } from "./Actions.js"
+import { Driver, type Driven } from "./Driver.js"
+
+/** The shard a held call belongs to: FNV-1a of its id, modulo the shard count. */
+export const shardOf = (heldId: string, shards: number): number => {
+  let h = 0x811c9dc5
+  for (let i = 0; i < heldId.length; i++) {
+    h ^= heldId.charCodeAt(i)
+    h = Math.imul(h, 0x01000193) >>> 0
+  }
+  return h % shards
+}
+
+/** What this kernel process is re-evaluating right now (its `wk.v1.admin.status` answer shows it). */
+export interface ReevaluationWork {
+  readonly epoch: number
+  readonly shard: number
+  readonly done: number
+  readonly total: number
+  readonly rate_per_s: number
+}
+
+const decodeProgress = Schema.decodeUnknownEither(Schema.parseJson(ReevaluationProgress))
+const leaseKey = (epoch: number, shard: number) => `reevaluation.${epoch}.${shard}`
+/** How often a shard's progress record is written while it is worked (and always at its end). */
+const ProgressEveryMs = 250
+
+/**
+ * The re-evaluation of open held calls after a policy change, in the background: `policy.apply`
+ * records the new epoch and answers; every kernel then walks the open-call index (`wk_open`) for
+ * the latest epoch. The index is cut into shards by a hash of the held id; a kernel takes a shard
+ * under a lease in `wk_leases`, walks its calls in ascending held-id order, and records its
+ * cursor in `wk_policy` (`reevaluation.<epoch>.<shard>`), so a kernel that dies mid-shard is
+ * replaced by one that resumes after the cursor once the lease ends. Each call gets what a
+ * policy change always recorded: `policy.epoch_changed` for the new epoch, then a drive under the
+ * new policy (re-adjudication: a call the new policy denies ends denied, one it allows is released).
+ *
+ * Pacing: `concurrency` calls at a time, batches spaced to at most the current rate, and the rate
+ * adapts to the event loop's utilization (see ReevaluationPace), so proposals, attestations and
+ * reads served by the same process keep their latency. A newer epoch supersedes the one being
+ * worked: the walk stops and starts over for the newer one. Safety never waits on this loop: a call
+ * whose evidence was not checked under the epoch in force cannot be dispatched (Reconciler).
+ */
+export const runPolicyReevaluation = Effect.gen(function* () {
+  const { kv } = yield* Nats
+  const store = yield* HeldCallStore
+  const driver = yield* Driver
+  const policies = yield* PolicyStore
+  const { owner, reevaluation: pace } = yield* KernelConfig
+  const working = yield* Ref.make<ReevaluationWork | null>(null)
+
+  const ledger = <A>(operation: string, f: () => Promise<A>) =>
+    Effect.tryPromise({ try: f, catch: (cause) => new LedgerError({ operation, message: String(cause), cause }) })
+  const policyBucket = ledger("open policy bucket", () => kv(Buckets.policy))
+  const readProgress = (epoch: number, shard: number) =>
+    Effect.flatMap(policyBucket, (b) =>
+      ledger("read re-evaluation progress", async () => {
+        const e = await b.get(reevaluationKey(epoch, shard))
+        if (e === null || e.operation !== "PUT") return null
+        const decoded = decodeProgress(e.string())
+        return Either.isRight(decoded) ? decoded.right : null
+      })
+    )
+  const writeProgress = (p: ReevaluationProgress) =>
+    Effect.flatMap(policyBucket, (b) => ledger("write re-evaluation progress", () => b.put(reevaluationKey(p.epoch, p.shard), JSON.stringify(p))))
+
+  /** Every open held call's id, ascending (the walk's order, so a cursor means the same after a restart). */
+  const listOpen = Effect.flatMap(
+    ledger("open index", () => kv(Buckets.open)),
+    (b) =>
+      ledger("list open held calls", async () => {
+        const ids: Array<string> = []
+        for await (const k of await b.keys()) ids.push(k)
+        return ids.sort()
+      })
+  )
+
+  /** Records `policy.epoch_changed` on one open call (unless it already has it) and drives it. */
+  const reevaluate = (epoch: number, heldId: string) =>
+    Effect.gen(function* () {
+      const needsDrive = yield* store.serialized(
+        heldId,
+        Effect.gen(function* () {
+          for (let attempt = 0; attempt < 16; attempt++) {
+            const loaded = yield* store.load(heldId, "cached")
+            if (loaded === null || loaded.facts.lifecycle !== "open") return false
+            // Already adjudicated under this epoch (or a later one): nothing to re-evaluate.
+            if (loaded.facts.policy_epoch_checked >= epoch) return false
+            if (loaded.facts.policy_epoch >= epoch) return true
+            const event = eventOf<typeof PolicyEpochChanged.Type>({
+              held_id: heldId,
+              generation: loaded.facts.generation,
+              type: "policy.epoch_changed",
+              event_id: `policy.epoch_changed:${heldId}:e${epoch}`,
+              policy_epoch: epoch
+            })
+            const r = yield* store.append(loaded, [event]).pipe(Effect.either)
+            if (r._tag === "Right") return true
+            if (r.left._tag !== "AppendConflict") return yield* r.left
+          }
+          return true
+        })
+      )
+      if (!needsDrive) return
+      const driven = yield* driver.drive(heldId, "cached")
+      if (needsWake(driven)) yield* wake(heldId)
+    }).pipe(
+      // A call this walk could not finish is handed to the controller (level-based, it re-plans).
+      Effect.catchAll(() => wake(heldId)),
+      Effect.ignore
+    )
+
+  /** Works one shard of `epoch` under `lease` until it is finished, superseded, or the lease is lost. */
+  const runShard = (epoch: number, shard: number, first: Lease, open: () => Effect.Effect<ReadonlyArray<string>, LedgerError>) =>
+    Effect.gen(function* () {
+      const prior = yield* readProgress(epoch, shard)
+      if (prior?.finished === true) return
+      const cursor = prior?.cursor ?? null
+      const ids = (yield* open()).filter((id) => shardOf(id, pace.shards) === shard && (cursor === null || id > cursor))
+      const startedAt = new Date().toISOString()
+      const t0 = Date.now()
+      let lease = first
+      let record: ReevaluationProgress = {
+        epoch,
+        shard,
+        shards: pace.shards,
+        done: prior?.done ?? 0,
+        total: (prior?.done ?? 0) + ids.length,
+        cursor,
+        finished: false,
+        owner,
+        resumed_from: prior?.done ?? 0,
+        rate_per_s: 0,
+        started_at: startedAt,
+        updated_at: startedAt
+      }
+      yield* writeProgress(record)
+      let rate = pace.maxRatePerSec
+      let lastWrite = Date.now()
+      let elu = performance.eventLoopUtilization()
+      for (let i = 0; i < ids.length; i += pace.batch) {
+        if ((yield* policies.current).epoch > epoch) return
+        if (lease.until - Date.now() < pace.leaseMs / 2) {
+          const renewed = yield* acquireLease(lease.key, owner, pace.leaseMs, Date.now())
+          if (!("lease" in renewed)) return
+          lease = renewed.lease
+        }
+        // How busy the event loop was since the last batch started, this walk's work included.
+        const busy = performance.eventLoopUtilization(elu).utilization
+        elu = performance.eventLoopUtilization()
+        rate = busy > pace.busyShare ? Math.max(pace.minRatePerSec, rate * 0.5) : Math.min(pace.maxRatePerSec, rate * 1.25)
+        const batch = ids.slice(i, i + pace.batch)
+        const started = Date.now()
+        yield* Effect.forEach(batch, (id) => reevaluate(epoch, id), { concurrency: pace.concurrency, discard: true })
+        const done = record.done + batch.length
+        const now = Date.now()
+        record = { ...record, done, cursor: batch[batch.length - 1]!, rate_per_s: Math.round(((done - record.resumed_from) / Math.max(1, now - t0)) * 1000 * 10) / 10, updated_at: new Date(now).toISOString() }
+        yield* Ref.set(working, { epoch, shard, done, total: record.total, rate_per_s: record.rate_per_s })
+        if (now - lastWrite >= ProgressEveryMs) {
+          yield* writeProgress(record)
+          lastWrite = now
+        }
+        const spacing = (batch.length / rate) * 1000 - (Date.now() - started)
+        yield* spacing > 1 ? Effect.sleep(Duration.millis(spacing)) : Effect.yieldNow()
+      }
+      yield* writeProgress({ ...record, finished: true, updated_at: new Date().toISOString() })
+    }).pipe(Effect.ensuring(Ref.set(working, null)))
+
+  /** Deletes the progress records of epochs older than `epoch` (any kernel may; deleting twice is harmless). */
+  const forgetOlder = (epoch: number) =>
+    Effect.flatMap(policyBucket, (b) =>
+      ledger("forget old re-evaluation progress", async () => {
+        const old: Array<string> = []
+        for await (const k of await b.keys(`${ReevaluationKeyPrefix}>`)) if (Number(k.split(".")[1]) < epoch) old.push(k)
+        for (const k of old) await b.delete(k)
+      })
+    )
+
+  // The latest epoch this process saw finished on every shard: nothing to do until a newer one.
+  let complete = 0
+  const pass = Effect.gen(function* () {
+    const epoch = (yield* policies.current).epoch
+    if (epoch === complete) return
+    // One listing of the open index per pass, shared by the shards this process takes.
+    let listed: ReadonlyArray<string> | null = null
+    const open = () => (listed !== null ? Effect.succeed(listed) : Effect.tap(listOpen, (ids) => Effect.sync(() => (listed = ids))))
+    let finished = 0
+    const start = shardOf(owner, pace.shards)
+    for (let k = 0; k < pace.shards; k++) {
+      const shard = (start + k) % pace.shards
+      if ((yield* policies.current).epoch > epoch) return
+      if ((yield* readProgress(epoch, shard))?.finished === true) {
+        finished++
+        continue
+      }
+      const taken = yield* acquireLease(leaseKey(epoch, shard), owner, pace.leaseMs, Date.now())
+      if (!("lease" in taken)) continue
+      yield* runShard(epoch, shard, taken.lease, open).pipe(Effect.ensuring(releaseLease(taken.lease).pipe(Effect.ignore)))
+      if ((yield* readProgress(epoch, shard))?.finished === true) finished++
+    }
+    if (finished === pace.shards) {
+      complete = epoch
+      yield* forgetOlder(epoch)
+    }
+  }).pipe(Effect.catchAll((e) => Effect.sync(() => console.error(`wk: policy re-evaluation pass failed: ${e.message}`))))
+
+  yield* Effect.forkScoped(Effect.forever(Effect.zipRight(pass, Effect.sleep(Duration.millis(pace.pollMs)))))
+  return { working: Ref.get(working) }
+})
+
+/**
+ * Whether a re-evaluated call needs a new wake. A call still parked before dispatch already has a
+ * wake pending for its expiry; it needs a new one only when its next look is due sooner (a
+ * fallback or an approval's expiry of the new contract). Any other call that asks to be looked at
+ * again (an ended call's delivery retry, a lease to wait out) gets one.
+ */
+const needsWake = (driven: Driven): boolean => {
+  const f = driven.facts
+  if (f === null || driven.requeueMs === null) return false
+  if (f.lifecycle === "open" && beforeDispatch(f) && f.spec !== null && Date.now() + driven.requeueMs >= Date.parse(f.spec.expires_at)) return false
+  return true
+}
