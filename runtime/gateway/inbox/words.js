@@ -87,7 +87,7 @@
     const reasons = (h.reasons ?? []).map((r) => r.reason + (r.by ? " (" + r.by + ")" : "")).join("; ")
     switch (h.lifecycle) {
       case "completed":
-        if (h.outcome === "failed" || h.tool_ok === false) return { kind: "failed", title: "Failed: the tool refused", text: h.tool_error ?? "the tool reported a failure" }
+        if (h.outcome === "tool_failed" || h.tool_ok === false) return { kind: "failed", title: "Failed: the tool refused", text: h.tool_error ?? "the tool reported a failure" }
         if (h.result_admission === "quarantined") return { kind: "quarantined", title: "Ran; result quarantined", text: h.quarantine?.reason ?? "the result was withheld" }
         return { kind: "completed", title: "Completed", text: "the tool ran and reported success", result: h.result }
       case "denied":
