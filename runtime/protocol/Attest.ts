@@ -115,14 +115,17 @@ export const attest = (data: Uint8Array) =>
             })
       return { reply: replyFor(v), event }
     })
-    if (reply.status === 202) {
+    // A duplicate is a witness retrying bytes already recorded: the process that recorded them
+    // may have died before it drove the call or wrote its wake, so a duplicate drives it again.
+    const duplicate = reply.status === 200 && reply.disposition === "duplicate"
+    if (reply.status === 202 || duplicate) {
       // The drive starts at once, on this process's view (its own append just made it current;
       // an append from elsewhere is a CAS conflict that re-reads). The wake, which lets another
       // process finish the call if this one stops, is written meanwhile: nothing irreversible
       // happens before the execution claim, which writes its own wake first.
       const driver = yield* Driver
       const cfg = yield* KernelConfig
-      yield* Effect.forkDaemon(driver.drive(p.held_id, "cached").pipe(Effect.ignore))
+      yield* Effect.forkDaemon(driver.drive(p.held_id, duplicate ? "fresh" : "cached").pipe(Effect.ignore))
       yield* wake(p.held_id, { owner: cfg.owner, until: Date.now() + cfg.leaseMs })
     }
     return reply

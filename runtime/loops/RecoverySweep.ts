@@ -1,0 +1,78 @@
+import { Duration, Effect, Schedule } from "effect"
+import { Nats } from "../ledger/Nats.js"
+import { acquireLease } from "../ledger/Leases.js"
+import { LedgerError } from "../ledger/LedgerError.js"
+import { wake } from "../ledger/Wakes.js"
+import { Buckets } from "../schema/Subjects.js"
+import { KernelConfig } from "../KernelConfig.js"
+import { Driver } from "./Driver.js"
+
+/** How many shards the open-call index is split into; each is swept by whichever kernel leases it. */
+export const SweepShards = 16
+
+/** The shard of a held call: FNV-1a of its id, so every kernel agrees without coordination. */
+export const shardOf = (heldId: string): number => {
+  let h = 0x811c9dc5
+  for (let i = 0; i < heldId.length; i++) {
+    h ^= heldId.charCodeAt(i)
+    h = Math.imul(h, 0x01000193)
+  }
+  return (h >>> 0) % SweepShards
+}
+
+const openHeldIds = Effect.gen(function* () {
+  const { kv } = yield* Nats
+  return yield* Effect.tryPromise({
+    try: async () => {
+      const bucket = await kv(Buckets.open)
+      const keys: Array<string> = []
+      for await (const k of await bucket.keys()) keys.push(k)
+      return keys
+    },
+    catch: (cause) => new LedgerError({ operation: `list ${Buckets.open}`, message: String(cause), cause })
+  })
+})
+
+/**
+ * One pass of the recovery sweep: for every shard this kernel can lease (held for one interval,
+ * so within an interval each shard is swept by one kernel; a dead kernel's shards are free once
+ * its leases end), drive each open held call from its durable record, paced. A call that still
+ * waits on a timer gets a wake, so a lost wake is rewritten. Level-based: the sweep never asks
+ * what happened to a call, it re-derives what is left to do.
+ */
+export const sweepOnce = Effect.gen(function* () {
+  const cfg = yield* KernelConfig
+  const driver = yield* Driver
+  const shards: Array<number> = []
+  const now = Date.now()
+  for (let s = 0; s < SweepShards; s++) {
+    const got = yield* acquireLease(`sweep.${s}`, cfg.owner, Math.max(1_000, cfg.sweepIntervalMs), now)
+    if ("lease" in got) shards.push(s)
+  }
+  if (shards.length === 0) return 0
+  const mine = new Set(shards)
+  const ids = (yield* openHeldIds).filter((id) => mine.has(shardOf(id)))
+  const spacing = Duration.millis(1000 / Math.max(1, cfg.sweepRatePerSec))
+  yield* Effect.forEach(
+    ids,
+    (heldId) =>
+      Effect.gen(function* () {
+        const driven = yield* driver.drive(heldId, "fresh")
+        if (driven.facts !== null && driven.requeueMs !== null) yield* wake(heldId)
+      }).pipe(Effect.ignore, Effect.zipLeft(Effect.sleep(spacing))),
+    { discard: true }
+  )
+  return ids.length
+})
+
+/** Sweeps once at start, then every `sweepIntervalMs`, in the background until the scope closes. */
+export const runRecoverySweep = Effect.gen(function* () {
+  const cfg = yield* KernelConfig
+  if (!(cfg.sweepIntervalMs > 0)) return
+  yield* Effect.forkScoped(
+    sweepOnce.pipe(
+      Effect.catchAllCause((cause) => Effect.sync(() => console.error("wk: recovery sweep failed", String(cause)))),
+      Effect.repeat(Schedule.spaced(Duration.millis(cfg.sweepIntervalMs)))
+    )
+  )
+})
