@@ -1,14 +1,13 @@
 // DBOS (durable workflows on PostgreSQL) doing the same call as the kernel's ALLOW path: a durable
 // workflow with one step, the same trivial tool round trip over NATS. DBOS runs in the bench
 // process (it has no process of its own between the caller and the workflow), against the
-// PostgreSQL server on 127.0.0.1:5432 (trust auth, user postgres) in a scratch database.
+// PostgreSQL server on 127.0.0.1:5432 (WK_BENCH_PG) (trust auth, user postgres) in a scratch database.
 import type { NatsConnection } from "@nats-io/transport-node"
 
 export const DbosDatabase = "wk_bench_dbos"
-const PgHost = process.env["WK_BENCH_PG_HOST"] ?? "127.0.0.1"
-const PgPort = Number(process.env["WK_BENCH_PG_PORT"] ?? 5432)
-const adminUrl = `postgresql://postgres@${PgHost}:${PgPort}/postgres`
-export const dbosUrl = `postgresql://postgres@${PgHost}:${PgPort}/${DbosDatabase}`
+/** The PostgreSQL server: WK_BENCH_PG (host:port), 127.0.0.1:5432 by default. */
+export const defaultPgServer = process.env["WK_BENCH_PG"] ?? "127.0.0.1:5432"
+const urlOf = (server: string, database: string) => `postgresql://postgres@${server}/${database}`
 /** The system database pool: DBOS's default is 10; 64 agents get 32 so the pool is not what limits them. */
 const PoolSize = 32
 
@@ -20,7 +19,7 @@ export interface DbosFigures {
   readonly ran: number
 }
 
-/** Why DBOS cannot be measured here (package or server missing), or null when it can. */
+/** What DBOS measured, or why it could not be measured here (the package or the server is not there). */
 export type DbosOutcome = { readonly skipped: string } | { readonly figures: DbosFigures }
 
 interface PgClient {
@@ -39,12 +38,12 @@ const importOrNull = async <T>(name: string): Promise<T | null> => {
 }
 
 /** Creates the scratch database afresh (a previous run's workflows would only slow DBOS's start). */
-const scratchDatabase = async (pg: PgModule): Promise<string | null> => {
-  const c = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 3000 })
+const scratchDatabase = async (pg: PgModule, server: string): Promise<string | null> => {
+  const c = new pg.Client({ connectionString: urlOf(server, "postgres"), connectionTimeoutMillis: 3000 })
   try {
     await c.connect()
   } catch (e) {
-    return `no PostgreSQL server at ${PgHost}:${PgPort} (${String(e instanceof Error ? e.message : e)})`
+    return `no PostgreSQL server at ${server} (${String(e instanceof Error ? e.message : e)})`
   }
   try {
     await c.query(`DROP DATABASE IF EXISTS ${DbosDatabase} WITH (FORCE)`)
@@ -70,15 +69,17 @@ export const measureDbos = async (opts: {
   readonly perRun: number
   readonly total: number
   readonly agents?: number
+  readonly pgServer?: string
 }): Promise<DbosOutcome> => {
+  const server = opts.pgServer ?? defaultPgServer
   const sdk = await importOrNull<typeof import("@dbos-inc/dbos-sdk")>("@dbos-inc/dbos-sdk")
   if (sdk === null) return { skipped: "@dbos-inc/dbos-sdk is not installed" }
   const pg = await importOrNull<{ default: PgModule }>("pg")
   if (pg === null) return { skipped: "pg (a dependency of @dbos-inc/dbos-sdk) is not installed" }
-  const why = await scratchDatabase(pg.default)
+  const why = await scratchDatabase(pg.default, server)
   if (why !== null) return { skipped: why }
   const { DBOS } = sdk
-  DBOS.setConfig({ name: "wk-bench", systemDatabaseUrl: dbosUrl, systemDatabasePoolSize: PoolSize, logLevel: "error" })
+  DBOS.setConfig({ name: "wk-bench", systemDatabaseUrl: urlOf(server, DbosDatabase), systemDatabasePoolSize: PoolSize, logLevel: "error" })
   const call = DBOS.registerWorkflow(
     async (body: string) => DBOS.runStep(async () => new TextDecoder().decode((await opts.nc.request(opts.toolSubject, body, { timeout: 5000 })).data), { name: "tool" }),
     { name: "benchCall" }
@@ -116,15 +117,15 @@ export const measureDbos = async (opts: {
     await concurrent(Math.max(50, Math.floor(opts.total / 4))) // warm-up, excluded
     const rates: Array<number> = []
     for (let r = 0; r < opts.runs; r++) rates.push(await concurrent(opts.total))
-    const succeeded = await countSucceeded(pg.default)
+    const succeeded = await countSucceeded(pg.default, urlOf(server, DbosDatabase))
     return { figures: { latencies, rates, succeeded, ran } }
   } finally {
     await DBOS.shutdown()
   }
 }
 
-const countSucceeded = async (pg: PgModule): Promise<number> => {
-  const c = new pg.Client({ connectionString: dbosUrl })
+const countSucceeded = async (pg: PgModule, url: string): Promise<number> => {
+  const c = new pg.Client({ connectionString: url })
   await c.connect()
   try {
     const r = await c.query("SELECT count(*)::int AS n FROM dbos.workflow_status WHERE status = 'SUCCESS' AND name = 'benchCall'")

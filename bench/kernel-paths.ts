@@ -299,7 +299,16 @@ export const runKernelPathBench = async (): Promise<Array<Row>> => {
     note("durable floor process CPU per ALLOW call, 64 agents", (cpu.floor / cpu.calls) * 1000, "ms")
     note("nats-server CPU per durable floor call, 64 agents", (cpu.floorNats / cpu.calls) * 1000, "ms")
     const dbos = await dbosRows(e, allow.p50, oneKernel, floor.p50, median(floorRates))
-    e.kernels.push(await startKernelProcess(e.nats.servers, e.profiles, {}, KernelNodeArgs))
+    const rows = [
+      row("ALLOW propose->200 p50 vs durable floor (2 commits + wake, tool, reply)", allow.p50, floor.p50, "ms", "<= 1.5x"),
+      row("ALLOW propose->200 p99 vs durable floor p99", allow.p99, floor.p99, "ms"),
+      row("ALLOW throughput, 64 agents, vs durable floor's", oneKernel, median(floorRates), "calls/s", ">= 0.3x"),
+      row("held release: attest -> delivered p50 vs floor (2 commits + wake, tool, delivery)", release.p50, rFloor.p50, "ms", "<= 2x")
+    ]
+    // A second kernel that does not start (a loaded box) costs its row, not the figures above.
+    const second = await startKernelProcess(e.nats.servers, e.profiles, {}, KernelNodeArgs).catch((err: unknown) => String(err instanceof Error ? err.message.split("\n")[0] : err))
+    if (typeof second === "string") return [...rows, skippedRow("two kernel processes vs one, ALLOW throughput", "calls/s", second, ">= 1.6x"), ...dbos]
+    e.kernels.push(second)
     await allowThroughput(e, WarmupCalls)
     const twoRates: Array<number> = []
     const two = { kernels: 0, calls: 0 }
@@ -311,10 +320,7 @@ export const runKernelPathBench = async (): Promise<Array<Row>> => {
     }
     note("kernel CPU per ALLOW call, two kernels (sum)", (two.kernels / two.calls) * 1000, "ms")
     return [
-      row("ALLOW propose->200 p50 vs durable floor (2 commits + wake, tool, reply)", allow.p50, floor.p50, "ms", "<= 1.5x"),
-      row("ALLOW propose->200 p99 vs durable floor p99", allow.p99, floor.p99, "ms"),
-      row("ALLOW throughput, 64 agents, vs durable floor's", oneKernel, median(floorRates), "calls/s", ">= 0.3x"),
-      row("held release: attest -> delivered p50 vs floor (2 commits + wake, tool, delivery)", release.p50, rFloor.p50, "ms", "<= 2x"),
+      ...rows,
       row("two kernel processes vs one, ALLOW throughput", median(twoRates), oneKernel, "calls/s", ">= 1.6x"),
       ...dbos
     ]

@@ -1,0 +1,25 @@
+import { describe, expect, it } from "vitest"
+import { measureDbos } from "../../bench/dbos-workflow.js"
+import { FloorToolSubject } from "../../bench/durable-floor.js"
+import { row, skippedRow, verdictOf } from "../../bench/Table.js"
+
+describe("bench rows", () => {
+  it("judge a ratio against the bound of its target", () => {
+    expect(verdictOf(1.5, "<= 1.5x")).toBe("met")
+    expect(verdictOf(1.51, "<= 1.5x")).toBe("not met")
+    expect(verdictOf(0.3, ">= 0.3x")).toBe("met")
+    expect(verdictOf(0.29, ">= 0.3x")).toBe("not met")
+    expect(verdictOf(1, "< 1x")).toBe("not met")
+    expect(verdictOf(1.2, "> 1x")).toBe("met")
+    expect(verdictOf(1.2, "<= 1.5x and < 5 ms")).toBe("met")
+    expect(verdictOf(1.2, "delta 3 MB")).toBeUndefined()
+    expect(row("allow", 3, 2, "ms", "<= 1.5x")).toMatchObject({ ratio: 1.5, verdict: "met" })
+    expect(row("allow", 3, 2, "ms")).not.toHaveProperty("verdict")
+    expect(skippedRow("dbos", "ms", "no server", "< 1x")).toMatchObject({ verdict: "skipped: no server", target: "< 1x" })
+  })
+
+  it("the DBOS row is skipped, naming the server, when no PostgreSQL answers", async () => {
+    const outcome = await measureDbos({ nc: undefined as never, toolSubject: FloorToolSubject, payload: "x", runs: 1, perRun: 1, total: 1, pgServer: "127.0.0.1:1" })
+    expect(outcome).toEqual({ skipped: expect.stringContaining("no PostgreSQL server at 127.0.0.1:1") })
+  })
+})
