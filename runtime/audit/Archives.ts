@@ -1,11 +1,10 @@
 import { Effect, Either, Schema } from "effect"
 import { gunzipSync } from "node:zlib"
-import { Objm, type ObjectStore } from "@nats-io/obj"
-import { Nats } from "../ledger/Nats.js"
+import type { Nats } from "../ledger/Nats.js"
+import { openObjectReader, type ObjectReader } from "../ledger/ObjectReader.js"
 import { ArchiveRecord, decodeArchiveLines } from "../schema/Archive.js"
 import { sha256Hex } from "../schema/Canonical.js"
 import type { Violation } from "./AuditReport.js"
-import { auditError } from "./AuditError.js"
 import type { RawMessage } from "./StreamReader.js"
 import { readSubject } from "./StreamReader.js"
 
@@ -48,13 +47,12 @@ export const readArchives = (stream: string, prefix: string, only?: string): Eff
       else violations.push({ check: "archive", held_id: "_archive", seqs: [m.seq], message: `an archive record does not decode: ${r.left.message.slice(0, 200)}` })
     }
     for (const r of records) for (const c of r.calls) for (const s of c.seqs) seqs.add(s)
-    const stores = new Map<string, ObjectStore | string>()
+    const stores = new Map<string, ObjectReader | string>()
     const open = (bucket: string) =>
       Effect.gen(function* () {
         const hit = stores.get(bucket)
         if (hit !== undefined) return hit
-        const { nc } = yield* Nats
-        const os = yield* Effect.either(Effect.tryPromise({ try: () => new Objm(nc).open(bucket), catch: auditError(`open object store ${bucket}`) }))
+        const os = yield* Effect.either(openObjectReader(bucket))
         const v = Either.isRight(os) ? os.right : os.left.message
         stores.set(bucket, v)
         return v
@@ -70,7 +68,7 @@ export const readArchives = (stream: string, prefix: string, only?: string): Eff
         bad(`cannot be read: ${os}`)
         continue
       }
-      const bytes = yield* Effect.either(Effect.tryPromise({ try: () => os.getBlob(r.object), catch: auditError(`read ${name}`) }))
+      const bytes = yield* Effect.either(os.get(r.object))
       if (Either.isLeft(bytes)) {
         bad(`cannot be read: ${bytes.left.message}`)
         continue

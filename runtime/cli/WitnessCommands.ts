@@ -92,18 +92,19 @@ const cancelCommand = Command.make(
 
 const asOpt = Options.text("as").pipe(Options.withDefault("agent:alice"), Options.withDescription("the proposing principal (it signs the acknowledgement)"))
 
-/** A completed call whose tool reported a failure delivers `{"error": ...}` as its result. */
-const toolFailed = (d: Delivery) => d.outcome === "completed" && typeof d.result === "object" && d.result !== null && "error" in d.result
+/** The tool ran and reported a failure: `tool_failed` (or, from an older kernel, `completed` with `ok: false`). */
+const toolFailed = (d: Delivery) => d.outcome === "tool_failed" || (d.outcome === "completed" && d.ok === false)
 
-/** The exit code of a delivered result: completed (0, or 8 when the tool failed), denied (4), cancelled or expired (5). */
+/** The exit code of a delivered result: completed (0), tool failed (8), denied (4), cancelled or expired (5). */
 export const exitOfDelivery = (d: Delivery): number => {
-  if (d.outcome === "completed") return toolFailed(d) ? ExitCode.toolFailed : ExitCode.ok
+  if (toolFailed(d)) return ExitCode.toolFailed
+  if (d.outcome === "completed") return ExitCode.ok
   return d.outcome === "denied" ? ExitCode.denied : ExitCode.refused
 }
 
 /** One line for a delivered result: outcome, held_id, result. */
 export const describeDelivery = (d: Delivery) =>
-  `${d.outcome}${d.admission === "quarantined" ? " (result quarantined)" : ""} ${d.held_id}: ${JSON.stringify(d.result)}${toolFailed(d) ? "  (the tool reported a failure)" : ""}`
+  `${toolFailed(d) ? "tool_failed" : d.outcome}${d.admission === "quarantined" ? " (result quarantined)" : ""} ${d.held_id}: ${JSON.stringify(d.result)}${toolFailed(d) ? "  (the tool ran and reported a failure)" : ""}`
 
 const resultCommand = Command.make(
   "result",

@@ -3,6 +3,7 @@ import type { HeldCallFacts } from "../schema/Facts.js"
 import type { JsonObject, JsonValue } from "../schema/Json.js"
 import { routeAdmits, type WitnessRule } from "../schema/WitnessContract.js"
 import { canonicalCall } from "./Facts.js"
+import { reportedOutcome } from "./ReportedOutcome.js"
 import type { RuleProgress } from "./WitnessRuleEval.js"
 
 /**
@@ -135,7 +136,8 @@ export const heldView = (role: Role, f: HeldCallFacts, progress?: RuleProgress) 
     continuation_delivery: f.continuation_delivery,
     delivery_id: f.delivery_id,
     ...(f.delivery_stopped_at !== undefined ? { delivery_stopped_at: f.delivery_stopped_at } : {}),
-    outcome: f.outcome,
+    // What happened, as reported: `tool_failed` when the tool ran and reported a failure.
+    outcome: reportedOutcome(f),
     ...(spec?.parent_held_id !== undefined ? { parent_held_id: spec.parent_held_id, dependency_depth: spec.ancestors?.length ?? 1 } : {}),
     ...(f.dependencies !== undefined ? { dependencies: f.dependencies } : {}),
     evidence: f.evidence

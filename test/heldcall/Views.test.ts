@@ -44,7 +44,7 @@ describe("quarantined bytes", () => {
 
   it("an admitted tool error is the proposer's to see", () => {
     const facts = given(proposed(1), adjudicated(1, { verdict: "ALLOW" }), recorded(false, "insufficient funds"), admitted({ error: "insufficient funds" }))
-    expect(proposeReply(facts)).toMatchObject({ ok: false, error: "insufficient funds", admission: "admitted" })
+    expect(proposeReply(facts)).toMatchObject({ outcome: "tool_failed", ok: false, error: "insufficient funds", admission: "admitted" })
   })
 })
 
