@@ -56,6 +56,16 @@ export const beforeDispatch = (facts: HeldCallFacts): boolean =>
   facts.lifecycle === "open" && (facts.execution === "none" || facts.execution === "leased")
 
 /**
+ * An ended call with nothing left to happen: its delivery acknowledged, never owed, or stopped,
+ * and (a nested call) its end reported to its parent. Such a call leaves the open-call index and
+ * may be archived.
+ */
+export const quiescent = (f: HeldCallFacts): boolean =>
+  f.outcome !== null &&
+  (f.continuation_delivery === "none" || f.continuation_delivery === "acknowledged" || f.delivery_stopped_at !== undefined) &&
+  (f.spec?.parent_held_id === undefined || f.parent_reported === true)
+
+/**
  * A completed call with nothing left to do, ever: the effect is recorded, the result admitted
  * (or quarantined), no delivery is owed (none was, or it was acknowledged) and a nested call has
  * reported to its parent. No later event can give it work (an end is final, an edit after

@@ -3,6 +3,7 @@ import { gzipSync } from "node:zlib"
 import { randomBytes } from "node:crypto"
 import { DeliverPolicy } from "@nats-io/jetstream"
 import { Objm } from "@nats-io/obj"
+import { quiescent } from "../heldcall/Facts.js"
 import { reduce } from "../heldcall/Reducer.js"
 import { ArchiveBucket, ArchiveSubject, encodeArchiveLines, type ArchiveLine, type ArchiveRecord } from "../schema/Archive.js"
 import { sha256Hex } from "../schema/Canonical.js"
@@ -14,15 +15,6 @@ import { LedgerError } from "./LedgerError.js"
 import { Nats } from "./Nats.js"
 
 const EventsPrefix = "wk.v1.events."
-
-/**
- * A held call with nothing left to happen: ended, its delivery acknowledged, never owed, or
- * stopped, and (a nested call) reported to its parent. Only such calls leave the hot stream.
- */
-export const quiescent = (f: HeldCallFacts): boolean =>
-  f.outcome !== null &&
-  (f.continuation_delivery === "none" || f.continuation_delivery === "acknowledged" || f.delivery_stopped_at !== undefined) &&
-  (f.spec?.parent_held_id === undefined || f.parent_reported === true)
 
 interface StoredEvent extends ArchiveLine {
   readonly time: number

@@ -9,6 +9,7 @@ import { classesOf, type ActivePolicy } from "../policy/ActivePolicy.js"
 import { KernelConfig } from "../KernelConfig.js"
 import { reconcile, type Action, type ReconcileContext } from "../heldcall/Reconciler.js"
 import type { HeldCallFacts } from "../schema/Facts.js"
+import { quiescent } from "../heldcall/Facts.js"
 import { Buckets } from "../schema/Subjects.js"
 import { execute, resolve } from "../executor/Executor.js"
 import { adjudicate } from "./Adjudicate.js"
@@ -78,7 +79,8 @@ export const makeDriver = Effect.gen(function* () {
   /** Keeps the index of open held calls (what a policy change must revisit) in step. */
   const index = (before: HeldCallFacts, after: HeldCallFacts) => {
     const parks = !before.held && after.held && after.outcome === null
-    const ends = before.outcome === null && after.outcome !== null && after.held
+    // An ended call stays indexed while its delivery is owed, so the recovery sweep revisits it.
+    const ends = after.held && quiescent(after) && !quiescent(before)
     // Most transitions touch neither: no effect, no promise.
     if (!parks && !ends) return Effect.void
     return Effect.promise(async () => {
@@ -88,15 +90,16 @@ export const makeDriver = Effect.gen(function* () {
     }).pipe(Effect.ignore)
   }
 
-  // Ended held calls this process has removed from the open index (bounded; a miss costs one read).
+  // Quiescent held calls this process has removed from the open index (bounded; a miss costs one read).
   const unindexed = new Set<string>()
   /**
-   * Level-based removal from the open index: a held call that ended by any path (an action such as
-   * admission, a cancel handled elsewhere, another process) leaves it on its next drive.
+   * Level-based removal from the open index: a held call that became quiescent by any path (an
+   * action such as admission, a cancel or acknowledgment handled elsewhere, another process)
+   * leaves it on its next drive.
    */
   const unindexEnded = (f: HeldCallFacts) => {
-    if (f.outcome === null || !f.held || unindexed.has(f.held_id)) return Effect.void
-    return Effect.promise(async () => {
+    if (!quiescent(f) || !f.held || unindexed.has(f.held_id)) return Effect.void
+    return Effect.tryPromise(async () => {
       const open = await kv(Buckets.open)
       const entry = await open.get(f.held_id)
       if (entry !== null && entry.operation === "PUT") await open.delete(f.held_id)

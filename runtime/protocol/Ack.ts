@@ -1,5 +1,8 @@
 import { Effect } from "effect"
 import { HeldCallStore } from "../ledger/HeldCallStore.js"
+import { Nats } from "../ledger/Nats.js"
+import { quiescent } from "../heldcall/Facts.js"
+import { Buckets } from "../schema/Subjects.js"
 import { eventOf } from "../loops/Actions.js"
 import { deliveryIdOf } from "../loops/Deliver.js"
 import type { DeliveryAcknowledged } from "../schema/Events.js"
@@ -29,6 +32,13 @@ export const ack = (data: Uint8Array) =>
       })
       return { reply: acknowledged, event }
     })
-    if (appended !== null) yield* (yield* HeldCallStore).project(appended)
+    if (appended !== null) {
+      yield* (yield* HeldCallStore).project(appended)
+      // Acknowledged, an ended call may have nothing left to happen: it leaves the open-call index.
+      if (appended.facts.held && quiescent(appended.facts)) {
+        const { kv } = yield* Nats
+        yield* Effect.tryPromise(() => kv(Buckets.open).then((open) => open.delete(p.held_id))).pipe(Effect.ignore)
+      }
+    }
     return reply
   })
