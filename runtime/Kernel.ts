@@ -3,6 +3,7 @@ import { layerKernelConfig, KernelConfig } from "./KernelConfig.js"
 import { layerNats, Nats, type NatsOptions } from "./ledger/Nats.js"
 import { layerHeldCallStore } from "./ledger/HeldCallStore.js"
 import { provision } from "./ledger/Provision.js"
+import { retentionOf } from "./ledger/Retention.js"
 import { layerHeldIds } from "./protocol/HeldIds.js"
 import { layerPolicyStore } from "./policy/PolicyStore.js"
 import { layerRuleAdjudicator } from "./policy/RuleAdjudicator.js"
@@ -10,6 +11,7 @@ import { layerAdmitAll } from "./policy/Admission.js"
 import { layerDriver } from "./loops/Driver.js"
 import { runController } from "./loops/Controller.js"
 import { runPresenceWatch } from "./loops/PresenceWatch.js"
+import { runArchiver } from "./loops/Archiver.js"
 import { runRecoverySweep } from "./loops/RecoverySweep.js"
 import { serveProtocol } from "./protocol/Service.js"
 import { servePolicyApplyTool } from "./protocol/PolicyApplyTool.js"
@@ -69,7 +71,7 @@ export const publishLocalPlugins = (root: string) =>
 /** Every service a kernel process runs on. Provisioning happens before the policy store reads its bucket. */
 export const layerKernel = (opts: KernelOptions) => {
   const nats = layerNats(opts.nats)
-  const provisioned = Layer.effectDiscard(provision(opts.replicas ?? 1)).pipe(Layer.provide(nats))
+  const provisioned = Layer.effectDiscard(provision(opts.replicas ?? 1, retentionOf(opts.config?.retention))).pipe(Layer.provide(nats))
   const seams = opts.adjudicator !== undefined || opts.admission !== undefined
     ? Layer.merge(opts.adjudicator ?? layerRuleAdjudicator, opts.admission ?? layerAdmitAll)
     : layerPolicySeams.pipe(Layer.provide(provisioned), Layer.provide(nats))
@@ -87,6 +89,7 @@ export const runKernel = Effect.gen(function* () {
   yield* runController()
   const { owner, presenceIntervalMs } = yield* KernelConfig
   yield* runPresenceWatch(presenceIntervalMs)
+  yield* runArchiver
   yield* runRecoverySweep
   const { nc } = yield* Nats
   return { owner, server: nc.getServer() }

@@ -1,6 +1,8 @@
 import { Context, Layer } from "effect"
 import { hostname } from "node:os"
 import { randomBytes } from "node:crypto"
+import { retentionOf, type RetentionConfig } from "./ledger/Retention.js"
+import { DefaultDeliveryRetry, type DeliveryRetry } from "./heldcall/Reconciler.js"
 
 /** Tunables of one kernel process. */
 export class KernelConfig extends Context.Tag("wk/KernelConfig")<
@@ -16,6 +18,10 @@ export class KernelConfig extends Context.Tag("wk/KernelConfig")<
     readonly answerWaitMs: number
     /** How often the kernel probes the sessions of calls proposed with cancel_on_disconnect. */
     readonly presenceIntervalMs: number
+    /** Republishing of unacknowledged deliveries: backoff base and cap, and the grace after expiry. */
+    readonly delivery: DeliveryRetry
+    /** Stream limits and archiving of ended held calls. */
+    readonly retention: RetentionConfig
     /** Pause the executor (tests make race windows deterministic with it). */
     readonly executorPaused: () => boolean
     /** How often the recovery sweep re-derives the work of open held calls; 0 turns it off. */
@@ -34,6 +40,12 @@ export const layerKernelConfig = (overrides: Partial<Context.Tag.Service<KernelC
     toolTimeoutMs: overrides.toolTimeoutMs ?? Number(process.env["WK_TOOL_TIMEOUT_MS"] ?? 5_000),
     answerWaitMs: overrides.answerWaitMs ?? 10_000,
     presenceIntervalMs: overrides.presenceIntervalMs ?? Number(process.env["WK_PRESENCE_MS"] ?? 2_000),
+    delivery: overrides.delivery ?? {
+      baseMs: Number(process.env["WK_DELIVERY_RETRY_MS"] ?? DefaultDeliveryRetry.baseMs),
+      maxMs: Number(process.env["WK_DELIVERY_RETRY_MAX_MS"] ?? DefaultDeliveryRetry.maxMs),
+      graceMs: Number(process.env["WK_DELIVERY_GRACE_MS"] ?? DefaultDeliveryRetry.graceMs)
+    },
+    retention: overrides.retention ?? retentionOf(),
     executorPaused: overrides.executorPaused ?? (() => process.env["WK_EXECUTOR_PAUSED"] === "1"),
     sweepIntervalMs: overrides.sweepIntervalMs ?? Number(process.env["WK_SWEEP_MS"] ?? 30_000),
     sweepRatePerSec: overrides.sweepRatePerSec ?? Number(process.env["WK_SWEEP_RATE"] ?? 200)

@@ -3,9 +3,11 @@ import { Schema } from "effect"
 /** The checks a replay runs, by the names reports and tests use. */
 export const CheckName = Schema.Literal(
   "stream",
+  "archive",
   "signatures",
   "attestation-binding",
   "effect-safety",
+  "policy-authority",
   "delivery",
   "projection",
   "plugin-rerun"
@@ -67,6 +69,8 @@ export const AuditReport = Schema.Struct({
   events: Schema.Int,
   /** Earlier events of the selected calls read to fold them from their start. */
   backfilled: Schema.Int,
+  /** Events of selected calls read from archives (their sequences left the stream). */
+  archived: Schema.optional(Schema.Int),
   held_calls: Schema.Int,
   policy_epochs: Schema.Array(Schema.Int),
   duration_ms: Schema.Number,

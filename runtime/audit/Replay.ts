@@ -14,6 +14,7 @@ import { DefaultRegistrySkewMs, policyHistory } from "./PolicyHistory.js"
 import { readOrdered, readSubject, streamLayout, type RawMessage, type ReadProgress } from "./StreamReader.js"
 import { compareProjection, rerunPlugins, type CheckContext } from "./checks/index.js"
 import { readDeliveries } from "./Deliveries.js"
+import { readArchives } from "./Archives.js"
 import { PluginBucket } from "../plugins/PluginStore.js"
 
 /** Which part of the log to audit. Calls touched by the range are audited from their first event. */
@@ -60,7 +61,12 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
     const layout = yield* streamLayout(stream)
     const streamViolations: Array<Violation> = []
     const fail = (held_id: string, seqs: ReadonlyArray<number>, message: string) => void streamViolations.push({ check: "stream", held_id, seqs: [...seqs], message })
-    if (layout.deleted > 0) fail("", [], `${layout.deleted} message(s) were deleted from ${stream}`)
+    // Archived calls' events were purged from the stream: the gaps they leave are accounted for
+    // by the archive records (and each archive is verified against its digest).
+    const archived = yield* readArchives(stream, layout.prefix, "held" in selection ? selection.held : undefined)
+    const archiveViolations: Array<Violation> = [...archived.violations]
+    let hotArchived = 0
+    const unarchived = (from: number, to: number) => unarchivedIn(archived.seqs, from, to)
 
     const policyMsgs = yield* readSubject(stream, `${layout.prefix}_policy`)
     const records: Array<PolicyApplied & { seq: number }> = []
@@ -91,10 +97,14 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
       events++
       if (firstSeq === 0) firstSeq = m.seq
       lastSeq = m.seq
-      if (contiguous && prevSeq !== 0 && m.seq !== prevSeq + 1) fail("", range(prevSeq + 1, m.seq), `sequences ${prevSeq + 1}..${m.seq - 1} are missing from ${stream}`)
+      if (contiguous && prevSeq !== 0 && m.seq !== prevSeq + 1) {
+        const missing = unarchived(prevSeq + 1, m.seq)
+        if (missing.length > 0) fail("", missing, `sequences ${prevSeq + 1}..${m.seq - 1} are missing from ${stream} (not archived: ${missing.length > 99 ? "100 or more" : missing.length})`)
+      }
+      if (archived.seqs.has(m.seq)) hotArchived++
       prevSeq = m.seq
       const heldId = m.subject.startsWith(layout.prefix) ? m.subject.slice(layout.prefix.length) : m.subject
-      if (heldId === "_policy") return
+      if (heldId === "_policy" || heldId === "_archive") return
       let log = calls.get(heldId)
       if (log === undefined) calls.set(heldId, (log = { heldId, messages: [], signed: [] }))
       log.messages.push(m)
@@ -107,7 +117,7 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
     } else {
       const start = "fromSeq" in selection ? { fromSeq: Math.max(selection.fromSeq, layout.firstSeq) } : { since: selection.since }
       yield* readOrdered(stream, start, layout.lastSeq, (m) => take(m, true), progress && ((p) => progress({ ...p, phase: "events" })))
-      if ("fromSeq" in selection && selection.fromSeq < layout.firstSeq) fail("", [], `the selection starts at ${selection.fromSeq}, but ${stream} begins at ${layout.firstSeq} (earlier messages were purged)`)
+      if ("fromSeq" in selection && selection.fromSeq < layout.firstSeq && unarchived(Math.max(1, selection.fromSeq), layout.firstSeq).length > 0) fail("", [], `the selection starts at ${selection.fromSeq}, but ${stream} begins at ${layout.firstSeq} (earlier messages were purged)`)
     }
     verifier.flush()
 
@@ -127,6 +137,32 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
       )
       verifier.flush()
     }
+
+    // Archived events of the selected calls (all of them for a read from the start) join the
+    // stream's, in sequence order; a sequence in both must be the same bytes.
+    let archivedEvents = 0
+    const fromStart = "fromSeq" in selection ? selection.fromSeq : Number.POSITIVE_INFINITY
+    for (const [heldId, msgs] of archived.byHeld) {
+      const selected = "held" in selection ? heldId === selection.held : calls.has(heldId) || msgs.some((m) => m.seq >= fromStart)
+      if (!selected) continue
+      let log = calls.get(heldId)
+      if (log === undefined) calls.set(heldId, (log = { heldId, messages: [], signed: [] }))
+      const bySeq = new Map(log.messages.map((m) => [m.seq, m]))
+      for (const m of msgs) {
+        const hot = bySeq.get(m.seq)
+        if (hot === undefined) {
+          bySeq.set(m.seq, m)
+          submit(log, m)
+          archivedEvents++
+        } else if (Buffer.compare(Buffer.from(hot.data), Buffer.from(m.data)) !== 0) {
+          archiveViolations.push({ check: "archive", held_id: heldId, seqs: [m.seq], message: `seq ${m.seq} differs between ${stream} and its archive` })
+        }
+      }
+      log.messages.splice(0, log.messages.length, ...[...bySeq.values()].sort((a, b) => a.seq - b.seq))
+    }
+    verifier.flush()
+    const explained = [...archived.seqs].filter((q) => q >= layout.firstSeq && q <= layout.lastSeq).length - hotArchived
+    if (layout.deleted > explained) fail("", [], `${layout.deleted - explained} message(s) were deleted from ${stream} (${Math.max(0, explained)} more left it archived)`)
 
     const sessions = options.sessionsStream === undefined ? Streams.sessions : options.sessionsStream
     const deliveries = sessions === null ? { _tag: "skipped" as const, note: "sessions stream not read (disabled)" } : yield* readDeliveries(sessions, calls)
@@ -150,7 +186,7 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
       },
       settleMs: options.settleMs ?? 30_000,
       verified: (seq) => verifier.verdict(seq),
-      ...(deliveries._tag === "read" ? { deliveries: deliveries.byHeld } : {})
+      ...(deliveries._tag === "read" ? { deliveries: deliveries.byHeld, deliveriesFrom: deliveries.from } : {})
     }
     // Calls whose verdicts are in are checked while the workers verify the rest; results are
     // tallied in stream order whatever order they were checked in.
@@ -215,6 +251,14 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
 
     const all: Array<CheckResult> = [
       { name: "stream", status: streamViolations.length > 0 ? "failed" : "passed", checked: events + backfilled, violations: streamViolations, unverified: [] },
+      {
+        name: "archive",
+        status: archiveViolations.length > 0 ? "failed" : "passed",
+        checked: archived.records,
+        violations: archiveViolations,
+        unverified: [],
+        note: `${archived.records} archive(s) verified against their SHA-256; ${archivedEvents} archived event(s) replayed`
+      },
       ...held,
       projectionCheck,
       pluginCheck
@@ -229,6 +273,7 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
       last_seq: lastSeq,
       events,
       backfilled,
+      archived: archivedEvents,
       held_calls: heldCalls,
       policy_epochs: policy.epochs.map((e) => e.epoch),
       duration_ms: duration,
@@ -289,7 +334,13 @@ const lastAtOf = (log: CallLog): number | null => {
   return null
 }
 
-const range = (from: number, to: number): Array<number> => Array.from({ length: Math.min(to - from, 100) }, (_, i) => from + i)
+/** Sequences in [from, to) that no archive record names (at most 100). */
+const unarchivedIn = (seqs: ReadonlySet<number>, from: number, to: number): Array<number> => {
+  const out: Array<number> = []
+  for (let q = from; q < to && out.length < 100; q++) if (!seqs.has(q)) out.push(q)
+  return out
+}
+
 
 /** Compares every re-folded call with its KV projection (64 reads in flight). */
 const compareAll = (bucket: string, traced: ReadonlyArray<{ readonly heldId: string; readonly facts: HeldCallFacts }>) =>

@@ -71,6 +71,10 @@ export const openHeldIds = (client: WitnessClient, limit: number) =>
 /** The state a person reads first: lifecycle, or readiness while open. */
 export const stateOf = (h: Held): string => (h["lifecycle"] === "open" ? `open/${String(h["readiness"] ?? "?")}${h["execution"] !== "none" ? `/${String(h["execution"])}` : ""}` : String(h["lifecycle"]))
 
+/** Where an ended call's result delivery stands: none owed, pending, delivered (unacknowledged), stopped or acknowledged. */
+export const deliveryStateOf = (h: Held): string =>
+  h["delivery_stopped_at"] !== undefined && h["continuation_delivery"] === "delivered" ? "delivery stopped" : `delivery ${String(h["continuation_delivery"])}`
+
 const line = (h: Held) => `${String(h["held_id"])}  ${stateOf(h).padEnd(22)} ${String(h["principal"]).padEnd(16)} ${String(h["tool"]).padEnd(18)} expires ${String(h["expires_at"])}`
 
 const lsCommand = Command.make(
@@ -89,6 +93,8 @@ const lsCommand = Command.make(
       const all = yield* Effect.forEach(ids, (id) => getHeld(client, id).pipe(Effect.option), { concurrency: 16 })
       const rows = all
         .flatMap((o) => (Option.isSome(o) ? [o.value] : []))
+        // The index may still name a call that just ended: open means the call's own lifecycle is open.
+        .filter((h) => h["lifecycle"] === "open")
         .filter((h) => Option.match(state, { onNone: () => true, onSome: (s) => stateOf(h).startsWith(s) }))
         .filter((h) => Option.match(principal, { onNone: () => true, onSome: (p) => h["principal"] === p }))
         .filter((h) => Option.match(tool, { onNone: () => true, onSome: (t) => h["tool"] === t }))
@@ -111,7 +117,7 @@ export const describeHeld = (h: Held): string => {
     ...(h["contract_digest"] ? [`contract    ${JSON.stringify((h["witness_contract"] as Record<string, unknown> | null)?.["rule"])}  digest ${String(h["contract_digest"])}`] : []),
     ...((h["reasons"] as Array<{ by: string; reason: string }> | undefined) ?? []).map((r) => `reason      ${r.by}: ${r.reason}`),
     ...evidence.map((e) => `evidence    ${String(e["witness"])} (${String(e["class"])}) ${String(e["decision"])} ${String(e["status"])}${e["reason"] ? `: ${String(e["reason"])}` : ""}`),
-    `execution   ${String(h["execution"])}  attempts ${String(h["dispatch_attempts"])}  result ${String(h["result_admission"])}  delivery ${String(h["continuation_delivery"])}`,
+    `execution   ${String(h["execution"])}  attempts ${String(h["dispatch_attempts"])}  result ${String(h["result_admission"])}  ${deliveryStateOf(h)}${h["delivery_stopped_at"] !== undefined ? ` at ${String(h["delivery_stopped_at"])}` : ""}`,
     `expires     ${String(h["expires_at"])}`
   ].join("\n")
 }

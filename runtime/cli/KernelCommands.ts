@@ -6,6 +6,7 @@ import { layerKernel, publishLocalPlugins, runKernel } from "../Kernel.js"
 import { natsOptionsFromUrl } from "../ledger/Nats.js"
 import { loadProfileFiles } from "../policy/ProfileFiles.js"
 import { PolicyStore } from "../policy/PolicyStore.js"
+import { kvDemoBankLedger } from "../executor/DemoBankLedger.js"
 import { DemoBank } from "../executor/DemoBank.js"
 import type { Profile } from "../schema/Profile.js"
 import { MissingNatsServer, findNatsServer, portInUse, startNatsServer } from "./EmbeddedNats.js"
@@ -63,7 +64,14 @@ const serve = (url: string, profiles: ReadonlyArray<Profile>, withBank: boolean)
             Effect.promise(() => connect({ servers: nats.servers, ...bankCredentials, name: "wk-demo-bank" })),
             (nc) => Effect.promise(() => nc.drain())
           )
-          new DemoBank().serve(bankConn)
+          // The bank's books live in KV (wk_demo_bank), written as the kernel user: the bank's own
+          // user may only serve its tools' subjects.
+          const booksConn = yield* Effect.acquireRelease(
+            Effect.promise(() => connect({ servers: nats.servers, ...(nats.user !== undefined ? { user: nats.user } : {}), ...(nats.pass !== undefined ? { pass: nats.pass } : {}), name: "wk-demo-bank-books" })),
+            (nc) => Effect.promise(() => nc.drain())
+          )
+          const bank = yield* Effect.promise(async () => new DemoBank({ ledger: await kvDemoBankLedger(booksConn) }).restore())
+          bank.serve(bankConn)
         }
         yield* Console.log(
           [

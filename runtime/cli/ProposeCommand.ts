@@ -10,9 +10,10 @@ import { describeDelivery, exitOfDelivery } from "./WitnessCommands.js"
 export const describeReply = (r: Record<string, unknown>): string => {
   const id = String(r["held_id"] ?? "")
   switch (r["outcome"]) {
+    case "tool_failed":
     case "completed":
-      return r["ok"] === false
-        ? `failed: the tool ran and reported a failure (held_id ${id}): ${String(r["error"] ?? JSON.stringify(r["result"]))}`
+      return r["outcome"] === "tool_failed" || r["ok"] === false
+        ? `tool_failed: the tool ran and reported a failure (held_id ${id}): ${String(r["error"] ?? JSON.stringify(r["result"]))}`
         : r["admission"] === "quarantined"
           ? `completed, result quarantined (held_id ${id}): ${JSON.stringify(r["quarantine"])}`
           : `completed (held_id ${id}): ${JSON.stringify(r["result"])}`
@@ -69,4 +70,4 @@ export const proposeCommand = Command.make(
       yield* Console.log(json ? JSON.stringify(d, null, 2) : describeDelivery(d))
       process.exitCode = exitOfDelivery(d)
     }).pipe(Effect.scoped)
-).pipe(Command.withDescription("Propose a tool call; the exit code says completed (0), held (3), denied (4), refused (5)"))
+).pipe(Command.withDescription("Propose a tool call; the exit code says completed (0), held (3), denied (4), refused (5), tool failed (8)"))

@@ -5,7 +5,7 @@ import { Kvm } from "@nats-io/kv"
 import { StatusSubject } from "../protocol/Status.js"
 import { Buckets } from "../schema/Subjects.js"
 import { ask, connectClient } from "./Connect.js"
-import { getHeld, openHeldIds, stateOf } from "./HeldCommands.js"
+import { deliveryStateOf, getHeld, openHeldIds, stateOf } from "./HeldCommands.js"
 
 type Pin = { name: string; version: string; sha256: string; signer: string; stages: ReadonlyArray<string> }
 
@@ -44,7 +44,20 @@ export const statusCommand = Command.make(
       const ids = yield* openHeldIds(client, 2_000)
       const states = new Map<string, number>()
       const facts = yield* Effect.forEach(ids, (id) => getHeld(client, id).pipe(Effect.option), { concurrency: 16 })
-      for (const f of facts) if (Option.isSome(f)) states.set(stateOf(f.value), (states.get(stateOf(f.value)) ?? 0) + 1)
+      // Only a call whose lifecycle is open counts as open; an ended call the index still names
+      // (its removal is level-based, on the call's next drive) is reported apart, by its delivery.
+      let open = 0
+      const ended = new Map<string, number>()
+      for (const f of facts) {
+        if (Option.isNone(f)) continue
+        if (f.value["lifecycle"] === "open") {
+          open++
+          states.set(stateOf(f.value), (states.get(stateOf(f.value)) ?? 0) + 1)
+        } else {
+          const d = deliveryStateOf(f.value)
+          ended.set(d, (ended.get(d) ?? 0) + 1)
+        }
+      }
       const kernels = yield* ask("ask kernels", async () => {
         const out: Array<Record<string, unknown>> = []
         for await (const m of await nc.requestMany(StatusSubject, new Uint8Array(0), { maxWait: 500 })) out.push(m.json<Record<string, unknown>>())
@@ -57,7 +70,8 @@ export const statusCommand = Command.make(
         policy_epoch: policy?.epoch ?? null,
         profiles: (policy?.profiles ?? []).map((p) => ({ name: p.name, layer: p.layer ?? null })),
         plugins,
-        open_held_calls: { total: ids.length, by_state: Object.fromEntries([...states].sort()) },
+        open_held_calls: { total: open, by_state: Object.fromEntries([...states].sort()) },
+        ended_held_calls_indexed: { total: [...ended.values()].reduce((a, b) => a + b, 0), by_delivery: Object.fromEntries([...ended].sort()) },
         streams
       }
       if (json) return yield* Console.log(JSON.stringify(report, null, 2))
@@ -65,7 +79,8 @@ export const statusCommand = Command.make(
         `server        ${report.server}`,
         `kernels       ${report.kernels.length === 0 ? "none answered (start one with `npm start` or `wk kernel`)" : report.kernels.map((k) => `${String(k.owner)} (pid ${String(k.pid)}, epoch ${String(k.policy_epoch)})`).join(", ")}`,
         `policy epoch  ${String(report.policy_epoch)}  profiles ${report.profiles.map((p) => `${p.name}${p.layer ? `(${p.layer})` : ""}`).join(", ")}`,
-        `open calls    ${ids.length}${states.size > 0 ? "  " + [...states].map(([s, n]) => `${s}: ${n}`).join(", ") : ""}`,
+        `open calls    ${open}${states.size > 0 ? "  " + [...states].map(([s, n]) => `${s}: ${n}`).join(", ") : ""}`,
+        ...(ended.size > 0 ? [`ended calls   ${[...ended].map(([s, n]) => `${s}: ${n}`).join(", ")}  (still in the open index)`] : []),
         "plugins",
         ...(plugins.length === 0 ? ["  none pinned (built-in rules)"] : plugins.map((p) => `  ${p.name}@${p.version}  ${p.stages.join(",")}  sha256 ${p.sha256.slice(0, 16)}…  (${p.profile})`)),
         "streams",

@@ -92,18 +92,19 @@ const cancelCommand = Command.make(
 
 const asOpt = Options.text("as").pipe(Options.withDefault("agent:alice"), Options.withDescription("the proposing principal (it signs the acknowledgement)"))
 
-/** A completed call whose tool reported a failure delivers `{"error": ...}` as its result. */
-const toolFailed = (d: Delivery) => d.outcome === "completed" && typeof d.result === "object" && d.result !== null && "error" in d.result
+/** The tool ran and reported a failure: `tool_failed` (or, from an older kernel, `completed` with `ok: false`). */
+const toolFailed = (d: Delivery) => d.outcome === "tool_failed" || (d.outcome === "completed" && d.ok === false)
 
-/** The exit code of a delivered result: completed (0, or 8 when the tool failed), denied (4), cancelled or expired (5). */
+/** The exit code of a delivered result: completed (0), tool failed (8), denied (4), cancelled or expired (5). */
 export const exitOfDelivery = (d: Delivery): number => {
-  if (d.outcome === "completed") return toolFailed(d) ? ExitCode.toolFailed : ExitCode.ok
+  if (toolFailed(d)) return ExitCode.toolFailed
+  if (d.outcome === "completed") return ExitCode.ok
   return d.outcome === "denied" ? ExitCode.denied : ExitCode.refused
 }
 
 /** One line for a delivered result: outcome, held_id, result. */
 export const describeDelivery = (d: Delivery) =>
-  `${d.outcome}${d.admission === "quarantined" ? " (result quarantined)" : ""} ${d.held_id}: ${JSON.stringify(d.result)}${toolFailed(d) ? "  (the tool reported a failure)" : ""}`
+  `${toolFailed(d) ? "tool_failed" : d.outcome}${d.admission === "quarantined" ? " (result quarantined)" : ""} ${d.held_id}: ${JSON.stringify(d.result)}${toolFailed(d) ? "  (the tool ran and reported a failure)" : ""}`
 
 const resultCommand = Command.make(
   "result",
@@ -113,17 +114,18 @@ const resultCommand = Command.make(
     timeout: Options.integer("timeout-ms").pipe(Options.withDefault(60_000), Options.withDescription("with --wait, give up after this long (exit 3: still held)")),
     as: asOpt,
     key: keyOpt,
-    ack: Options.boolean("ack").pipe(Options.withDescription("also acknowledge the delivery (as `wk ack` does)")),
+    ack: Options.boolean("ack").pipe(Options.withDescription("also acknowledge the delivery (as `wk ack` does; --wait does by default)")),
+    noAck: Options.boolean("no-ack").pipe(Options.withDescription("with --wait, leave the delivery unacknowledged (the kernel keeps republishing it)")),
     json
   },
-  ({ heldId, wait, timeout, as, key, ack, json }) =>
+  ({ heldId, wait, timeout, as, key, ack, noAck, json }) =>
     Effect.gen(function* () {
       const client = yield* connectClient("agent", as, Option.getOrUndefined(key))
       const h = yield* readHeld(client, heldId)
       if ((h["outcome"] === null || h["outcome"] === undefined) && !wait)
         return yield* new CliError({ message: `${heldId} has no result yet: it is ${stateOf(h)} (wait for it with \`wk result ${heldId} --wait\`)`, exit: ExitCode.held })
       const d = yield* Effect.tryPromise({
-        try: () => client.result(heldId, { sessionId: String(h["session_id"]), timeoutMs: wait ? timeout : 5_000, ack }),
+        try: () => client.result(heldId, { sessionId: String(h["session_id"]), timeoutMs: wait ? timeout : 5_000, ack: (ack || wait) && !noAck }),
         catch: (e) => new CliError({ message: `${heldId} has no delivered result after ${wait ? timeout : 5_000} ms (${e instanceof Error ? e.message : String(e)}): see \`wk held show ${heldId}\``, exit: ExitCode.held })
       })
       yield* Console.log(json ? JSON.stringify(d, null, 2) : describeDelivery(d))

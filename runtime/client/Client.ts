@@ -10,7 +10,7 @@ import { Subjects, Streams, inboxOptionOf } from "../schema/Subjects.js"
 
 /** A propose reply, by outcome (protocol.md). */
 export type ProposeReply =
-  | { status: 200; outcome: "completed"; held_id: string; call_digest: string; executed: { tool: string; call_digest: string }; admission: "admitted" | "quarantined"; result: unknown; ok: boolean; error?: string; quarantine?: { by: string; reason: string } }
+  | { status: 200; outcome: "completed" | "tool_failed"; held_id: string; call_digest: string; executed: { tool: string; call_digest: string }; admission: "admitted" | "quarantined"; result: unknown; ok: boolean; error?: string; quarantine?: { by: string; reason: string } }
   | { status: 403; outcome: "denied"; held_id: string; reasons: Array<{ by: string; reason: string }> }
   | { status: 202; outcome: "held"; held_id: string; call_digest: string; generation: number; witness_request: WitnessRequest; expires_at: string }
   | ErrorReply
@@ -35,7 +35,10 @@ export interface Delivery {
   turn_id: string
   call_id: string
   continuation_ref: string | null
-  outcome: "completed" | "denied" | "cancelled" | "expired"
+  /** `tool_failed`: the effect ran and the tool reported a failure (`ok: false`); `completed` otherwise. */
+  outcome: "completed" | "tool_failed" | "denied" | "cancelled" | "expired"
+  /** For a call whose effect ran: did the tool report success (absent on older kernels). */
+  ok?: boolean
   admission: "admitted" | "quarantined" | null
   result: unknown
   /** Why a denied call was denied (each witness's final no, or the policy's reason). */
@@ -285,8 +288,15 @@ export class WitnessClient {
     return this.propose({ session_id: "policy", turn_id: "apply", call_id: callId, tool: "kernel_policy_apply", args: { profile } } as ProposeInput)
   }
 
-  applyPolicy(profile: JsonObject): Promise<{ status: number; policy_epoch?: number; held_id?: string; error?: ErrorReply["error"] }> {
-    return this.request(Subjects.policyApply, this.sign({ op: "policy.apply", profile }))
+  /**
+   * Signs and sends a `policy.apply` with a fresh nonce and a short expiry, so a captured envelope
+   * sent again is a duplicate and, after a few minutes, refused.
+   */
+  applyPolicy(profile: JsonObject, ttlMs = 5 * 60_000): Promise<{ status: number; policy_epoch?: number; held_id?: string; duplicate?: boolean; error?: ErrorReply["error"] }> {
+    return this.request(
+      Subjects.policyApply,
+      this.sign({ op: "policy.apply", profile, nonce: randomBytes(12).toString("hex"), expires_at: new Date(Date.now() + ttlMs).toISOString() })
+    )
   }
 
   /**

@@ -1,5 +1,6 @@
 import type { NatsConnection, Subscription } from "@nats-io/transport-node"
 import { Subjects } from "../schema/Subjects.js"
+import type { DemoBankLedger } from "./DemoBankLedger.js"
 
 /** One applied transfer, as the bank remembers it under its idempotency key. */
 export interface Transfer {
@@ -21,11 +22,18 @@ export interface DemoBankOptions {
   readonly onApplied?: (t: Transfer, idempotencyKey: string) => void | Promise<void>
   /** Called before a transfer is applied; returning "drop" ignores the request (no effect, no reply). */
   readonly onRequest?: (idempotencyKey: string) => "drop" | void
+  /**
+   * Where the books are kept (the `wk_demo_bank` KV bucket for `wk start`): every applied
+   * transfer is recorded there before the bank replies, and `restore()` reads them back.
+   * Without one the books are in memory only.
+   */
+  readonly ledger?: DemoBankLedger
 }
 
 /**
  * The demo bank tool service: `money_transfer` (honours idempotency keys, answers read-back)
- * and `bank_balance`. State is in memory: it is a stand-in for a real system of record.
+ * and `bank_balance`. A stand-in for a real system of record: its books are in memory, and in
+ * its ledger when it has one (so a restart resets no balance and applies no key twice).
  */
 export class DemoBank {
   readonly balances = new Map<string, number>()
@@ -37,6 +45,15 @@ export class DemoBank {
   private subs: Array<Subscription> = []
 
   constructor(private readonly opts: DemoBankOptions = {}) {}
+
+  /** Reads the books back from the ledger (balances and applied keys); call before `serve`. */
+  async restore(): Promise<this> {
+    if (this.opts.ledger === undefined) return this
+    const { balances, transfers } = await this.opts.ledger.load()
+    for (const [a, b] of balances) this.balances.set(a, b)
+    for (const [k, t] of transfers) this.byKey.set(k, t)
+    return this
+  }
 
   balance(account: string): number {
     return this.balances.get(account) ?? this.opts.openingBalance ?? 10_000
@@ -83,7 +100,17 @@ export class DemoBank {
             if (this.opts.onRequest?.(key) === "drop") return
             const fresh = !this.byKey.has(key)
             const out = this.transfer(key, (req["args"] as Record<string, unknown>) ?? {})
-            if (fresh && out.ok) await this.opts.onApplied?.(out.result, key)
+            if (fresh && out.ok) {
+              if (this.opts.ledger !== undefined) {
+                try {
+                  await this.opts.ledger.record(key, out.result)
+                } catch {
+                  // Not recorded: no reply, so the kernel's read-back decides (the key is applied in memory).
+                  return
+                }
+              }
+              await this.opts.onApplied?.(out.result, key)
+            }
             reply(m, out)
           })()
         }

@@ -34,6 +34,8 @@ export interface Refusal {
   /** The class it attested under (absent for a failed nested call). */
   readonly class?: string
   readonly reason: string
+  /** The witness's own reason with its reject or revoke, when it gave one. */
+  readonly statement?: string
 }
 
 /** The digest of the presentation the current witness request shows (as `call.held` recorded it, or computed for older logs), or null while none was shown. */
@@ -66,7 +68,7 @@ export const refusalsOf = (f: HeldCallFacts, registry: WitnessRegistry): Readonl
     for (const e of statements) {
       if (e.decision !== kind || out.has(e.witness)) continue
       const what = kind === "reject" ? "reject by" : "approval revoked by"
-      out.set(e.witness, { witness: e.witness, kind, class: e.class, reason: `${what} ${e.class} witness ${e.witness}${e.reason ? `: ${e.reason}` : ""}` })
+      out.set(e.witness, { witness: e.witness, kind, class: e.class, reason: `${what} ${e.class} witness ${e.witness}${e.reason ? `: ${e.reason}` : ""}`, ...(e.reason ? { statement: e.reason } : {}) })
     }
   }
   for (const d of dependencyRejects(f)) if (!out.has(d.witness)) out.set(d.witness, { ...d, kind: "dependency" })

@@ -15,7 +15,22 @@ export interface ReconcileContext extends WitnessRegistry {
   readonly policyEpoch: number
   /** Most local events one tick may derive before it is an error, not a spin. */
   readonly bound?: number
+  /** How an unacknowledged delivery is republished (default `DefaultDeliveryRetry`). */
+  readonly delivery?: DeliveryRetry
 }
+
+/**
+ * Republishing of an unacknowledged delivery: after attempt n the next waits
+ * `min(maxMs, baseMs * 2^(n-1))`; none is published once the call's expiry plus `graceMs` has
+ * passed (a `delivery.stopped` event records the stop).
+ */
+export interface DeliveryRetry {
+  readonly baseMs: number
+  readonly maxMs: number
+  readonly graceMs: number
+}
+
+export const DefaultDeliveryRetry: DeliveryRetry = { baseMs: 1_000, maxMs: 60_000, graceMs: 15 * 60_000 }
 
 /** Work the reconciler asks for; loops claim it with leases. Level-based: none names an event. */
 export type Action =
@@ -39,8 +54,17 @@ export interface Plan {
 
 export const DefaultBound = 16
 
-/** Delivery republish backoff: 1s, 2s, 4s ... capped at 60s. */
-export const deliveryBackoffMs = (attempts: number): number => Math.min(60_000, 1000 * 2 ** Math.max(0, attempts - 1))
+/** The wait after `attempts` deliveries before the next: base, 2 base, 4 base ... capped at max. */
+export const deliveryBackoffMs = (attempts: number, retry: DeliveryRetry = DefaultDeliveryRetry): number =>
+  Math.min(retry.maxMs, retry.baseMs * 2 ** Math.min(40, Math.max(0, attempts - 1)))
+
+/** When republishing an unacknowledged delivery stops: the call's expiry plus the grace period. */
+export const deliveryDeadline = (f: HeldCallFacts, retry: DeliveryRetry = DefaultDeliveryRetry): number =>
+  f.spec === null ? Number.NEGATIVE_INFINITY : Date.parse(f.spec.expires_at) + retry.graceMs
+
+/** A published delivery nobody acknowledged, still being republished. */
+const republishing = (f: HeldCallFacts): boolean =>
+  f.continuation_delivery === "delivered" && f.delivery_last_at !== null && f.delivery_stopped_at === undefined
 
 /**
  * `reconcile(facts, context) -> plan`. Pure. Repeats local derivations until no fact changes
@@ -86,7 +110,21 @@ const checked = (f: HeldCallFacts, ctx: ReconcileContext): boolean =>
   f.verdict !== "pending" && f.policy_epoch_checked === ctx.policyEpoch && f.policy_epoch <= ctx.policyEpoch
 
 const nextLocalEvent = (f: HeldCallFacts, ctx: ReconcileContext, tag: string, at: string): HeldEvent | null => {
-  if (f.spec === null || f.lifecycle !== "open") return null
+  if (f.spec === null) return null
+  if (f.outcome !== null && republishing(f) && ctx.now >= deliveryDeadline(f, ctx.delivery)) {
+    const grace = (ctx.delivery ?? DefaultDeliveryRetry).graceMs
+    return {
+      held_id: f.held_id,
+      generation: f.generation,
+      at,
+      type: "delivery.stopped",
+      event_id: `delivery.stopped:${f.held_id}:${f.delivery_id ?? ""}`,
+      delivery_id: f.delivery_id ?? "",
+      attempts: f.delivery_attempts,
+      reason: `not acknowledged by the call's expiry (${f.spec.expires_at}) plus the delivery grace period (${grace} ms)`
+    }
+  }
+  if (f.lifecycle !== "open") return null
   const base = { held_id: f.held_id, generation: f.generation, at }
   const id = (type: string) => `${type}:${f.held_id}:${tag}`
   // An idempotent re-send is owed even past expiry: the first send may have applied the effect.
@@ -109,7 +147,8 @@ const nextLocalEvent = (f: HeldCallFacts, ctx: ReconcileContext, tag: string, at
   if (f.verdict === "REQUIRE_WITNESS" && f.witness_contract !== null) {
     const veto = vetoOf(f, ctx)
     if (veto !== undefined) {
-      const reason = veto.kind === "reject" ? `veto by ${veto.class} witness ${veto.witness}` : `veto by witness ${veto.witness}: ${veto.reason}`
+      // The vetoing witness's own words travel with the denial to the agent.
+      const reason = veto.kind === "reject" ? `veto by ${veto.class} witness ${veto.witness}${veto.statement !== undefined ? `: ${veto.statement}` : ""}` : `veto by witness ${veto.witness}: ${veto.reason}`
       return { ...base, type: "call.denied", event_id: id("call.denied"), reasons: [{ by: veto.witness, reason }] }
     }
     // A rule no witness left can meet ends the call now, naming each final no.
@@ -144,9 +183,10 @@ const actionsFor = (f: HeldCallFacts, ctx: ReconcileContext): ReadonlyArray<Acti
   return actions
 }
 
+/** The first delivery is always published (however late the call ended); republishing is bounded. */
 const dueDelivery = (f: HeldCallFacts, ctx: ReconcileContext): boolean =>
   f.continuation_delivery === "pending" ||
-  (f.continuation_delivery === "delivered" && f.delivery_last_at !== null && ctx.now >= Date.parse(f.delivery_last_at) + deliveryBackoffMs(f.delivery_attempts))
+  (republishing(f) && ctx.now < deliveryDeadline(f, ctx.delivery) && ctx.now >= Date.parse(f.delivery_last_at!) + deliveryBackoffMs(f.delivery_attempts, ctx.delivery))
 
 const requeueFor = (f: HeldCallFacts, ctx: ReconcileContext): number | null => {
   if (f.spec === null) return null
@@ -160,8 +200,10 @@ const requeueFor = (f: HeldCallFacts, ctx: ReconcileContext): number | null => {
     if (f.unreached !== undefined) times.push(Date.parse(f.unreached.retry_at))
   }
   if ((f.execution === "leased" || f.execution === "dispatched") && f.lease_until !== null) times.push(Date.parse(f.lease_until) + 1)
-  if (f.continuation_delivery === "delivered" && f.delivery_last_at !== null) {
-    times.push(Date.parse(f.delivery_last_at) + deliveryBackoffMs(f.delivery_attempts))
+  if (f.outcome !== null && republishing(f)) {
+    times.push(Date.parse(f.delivery_last_at!) + deliveryBackoffMs(f.delivery_attempts, ctx.delivery))
+    // Wake at the deadline to record the stop.
+    times.push(deliveryDeadline(f, ctx.delivery))
   }
   const future = times.filter((t) => Number.isFinite(t) && t > ctx.now)
   return future.length === 0 ? null : Math.max(1, Math.min(...future) - ctx.now)

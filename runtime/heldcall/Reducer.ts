@@ -42,8 +42,10 @@ const apply = (f: HeldCallFacts, e: HeldEvent): HeldCallFacts => {
       const { principal, session_id, turn_id, call_id, tool, args, call_digest, continuation_ref, preferences, idempotency_key, created_at, expires_at, parent_held_id, ancestors } = e
       // A proposal's generation is its own (no `proposed_generation`: only re-presentations set it).
       const { proposed_generation: _previous, ...rest } = f
+      const replaced = f.spec !== null && f.spec.call_digest !== call_digest && !(f.earlier_digests ?? []).includes(f.spec.call_digest) ? [f.spec.call_digest] : []
       return {
         ...rest,
+        ...(replaced.length > 0 ? { earlier_digests: [...(f.earlier_digests ?? []), ...replaced] } : {}),
         generation: e.generation,
         spec: {
           principal, session_id, turn_id, call_id, tool, args, call_digest, continuation_ref, preferences, idempotency_key, created_at, expires_at,
@@ -184,6 +186,8 @@ const apply = (f: HeldCallFacts, e: HeldEvent): HeldCallFacts => {
       }
     case "delivery.acknowledged":
       return { ...f, continuation_delivery: "acknowledged", delivery_id: e.delivery_id }
+    case "delivery.stopped":
+      return f.delivery_stopped_at !== undefined ? f : { ...f, delivery_stopped_at: e.at }
     case "call.cancelled":
       return f.execution === "none" || f.execution === "leased" ? end(f, "cancelled", { reasons: [{ by: e.by, reason: e.reason }] }) : f
     case "call.expired":

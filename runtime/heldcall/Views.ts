@@ -1,8 +1,10 @@
 import type { HeldEvent } from "../schema/Events.js"
 import type { HeldCallFacts } from "../schema/Facts.js"
 import type { JsonObject, JsonValue } from "../schema/Json.js"
-import type { WitnessRule } from "../schema/WitnessContract.js"
+import { routeAdmits, type WitnessRule } from "../schema/WitnessContract.js"
 import { canonicalCall } from "./Facts.js"
+import { reportedOutcome } from "./ReportedOutcome.js"
+import type { RuleProgress } from "./WitnessRuleEval.js"
 
 /**
  * What a reader may see of a held call, decided in one place for every read path (`held.get`,
@@ -42,15 +44,21 @@ export const namedIn = (rule: WitnessRule): { classes: Set<string>; principals: 
 }
 
 /**
- * True when the reader could give evidence that counts: the active rule names its principal or
- * one of its classes, or the veto list names one of its classes. Never the proposer (not independent).
+ * True when the reader could give evidence that counts: the veto list names one of its classes, or
+ * the active rule names its principal or one of its classes and the contract's route (if any)
+ * admits it, since only routed approvals count. Never the proposer (not independent).
  */
-export const mayWitness = (reader: { readonly principal?: string; readonly classes: ReadonlyArray<string> }, held: { principal?: string; rule: WitnessRule | null; veto?: ReadonlyArray<string> }): boolean => {
+export const mayWitness = (
+  reader: { readonly principal?: string; readonly classes: ReadonlyArray<string> },
+  held: { principal?: string; rule: WitnessRule | null; veto?: ReadonlyArray<string>; route?: WitnessRule }
+): boolean => {
   if (held.rule === null) return false
   if (reader.principal !== undefined && held.principal === reader.principal) return false
+  if (reader.classes.some((c) => (held.veto ?? []).includes(c))) return true
+  if (held.route !== undefined && !routeAdmits(held.route, reader.principal ?? "", reader.classes)) return false
   const n = namedIn(held.rule)
   if (reader.principal !== undefined && n.principals.has(reader.principal)) return true
-  return reader.classes.some((c) => n.classes.has(c) || (held.veto ?? []).includes(c))
+  return reader.classes.some((c) => n.classes.has(c))
 }
 
 /** The role an authenticated principal reads a call in, or null when the call is none of its business. */
@@ -59,7 +67,8 @@ export const roleOf = (reader: Reader, f: HeldCallFacts): Exclude<Role, "auditor
   if (reader.admin) return "admin"
   if (f.spec.principal === reader.principal) return "proposer"
   const veto = f.witness_contract?.veto
-  return mayWitness(reader, { principal: f.spec.principal, rule: f.active_rule, ...(veto ? { veto } : {}) }) ? "witness" : null
+  const route = f.witness_contract?.route
+  return mayWitness(reader, { principal: f.spec.principal, rule: f.active_rule, ...(veto ? { veto } : {}), ...(route ? { route } : {}) }) ? "witness" : null
 }
 
 /** The disclosure in force for witnesses: the presentation's, or the proposer's preference. */
@@ -83,8 +92,11 @@ const resultFor = (role: Role, f: HeldCallFacts, redacted: boolean): { result?: 
   return { result: redacted ? redactValue(f.result) : f.result }
 }
 
-/** The `held.get` view of a call for a role. */
-export const heldView = (role: Role, f: HeldCallFacts) => {
+/**
+ * The `held.get` view of a call for a role. `progress`: how far the counting approvals are along
+ * the active rule (computed by the reader against the registry in force; absent: not computed).
+ */
+export const heldView = (role: Role, f: HeldCallFacts, progress?: RuleProgress) => {
   const spec = f.spec
   const call = canonicalCall(f)
   const redacted = role === "witness" && disclosureOf(f) === "redacted"
@@ -110,6 +122,7 @@ export const heldView = (role: Role, f: HeldCallFacts) => {
     contract_digest: f.contract_digest,
     witness_request: f.witness_request,
     active_rule: f.active_rule,
+    ...(progress !== undefined ? { rule_progress: progress } : {}),
     created_at: spec?.created_at,
     expires_at: spec?.expires_at,
     lifecycle: f.lifecycle,
@@ -122,13 +135,18 @@ export const heldView = (role: Role, f: HeldCallFacts) => {
     result_admission: f.result_admission,
     continuation_delivery: f.continuation_delivery,
     delivery_id: f.delivery_id,
-    outcome: f.outcome,
+    ...(f.delivery_stopped_at !== undefined ? { delivery_stopped_at: f.delivery_stopped_at } : {}),
+    // What happened, as reported: `tool_failed` when the tool ran and reported a failure.
+    outcome: reportedOutcome(f),
     ...(spec?.parent_held_id !== undefined ? { parent_held_id: spec.parent_held_id, dependency_depth: spec.ancestors?.length ?? 1 } : {}),
     ...(f.dependencies !== undefined ? { dependencies: f.dependencies } : {}),
     evidence: f.evidence
       .filter((e) => e.generation === f.generation)
       .map((e) => ({ witness: e.witness, class: e.class, decision: e.decision, status: e.status, ...(e.reason ? { reason: e.reason } : {}), issued_at: e.issued_at, expires_at: e.expires_at })),
     ...resultFor(role, f, redacted),
+    // Whether the tool reported success: "completed" says the effect ran, not that it did what was asked.
+    ...(f.effect !== null ? { tool_ok: f.effect.ok } : {}),
+    ...(redacted ? {} : renamedError(toolErrorFor(role, f))),
     ...(role === "auditor" && f.effect !== null ? { effect: f.effect } : {}),
     ...(f.quarantine ? { quarantine: f.quarantine } : {}),
     last_seq: f.last_seq
@@ -138,6 +156,8 @@ export const heldView = (role: Role, f: HeldCallFacts) => {
 /** The tool's own failure message as the proposer may see it: only once admission let the result through. */
 export const toolErrorFor = (role: Role, f: HeldCallFacts): { error?: string } =>
   f.effect?.ok === false && (role === "auditor" || f.result_admission === "admitted") ? { error: f.effect.error ?? "tool failed" } : {}
+
+const renamedError = (e: { error?: string }): { tool_error?: string } => (e.error !== undefined ? { tool_error: e.error } : {})
 
 const omit = (e: HeldEvent, keys: ReadonlyArray<string>): Record<string, unknown> => {
   const out: Record<string, unknown> = { ...e }

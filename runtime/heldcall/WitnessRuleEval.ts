@@ -99,3 +99,28 @@ export const principalsOf = (rule: WitnessRule): ReadonlyArray<string> => {
   const parts = "all" in rule ? rule.all : "any" in rule ? rule.any : rule.quorum.of
   return [...new Set(parts.flatMap(principalsOf))]
 }
+
+/**
+ * How far the approvals that count are along each branch of a rule, for people reading it:
+ * every node says whether it is met on its own (`satisfies` of that part) and a leaf names who
+ * fills it. The root's `met` is the rule's; a part met on its own may still need principals a
+ * sibling uses (each principal counts once across the rule).
+ */
+export type RuleProgress =
+  | { readonly class: string; readonly count: number; readonly by: ReadonlyArray<string>; readonly met: boolean }
+  | { readonly principal: string; readonly met: boolean }
+  | { readonly all: ReadonlyArray<RuleProgress>; readonly met: boolean }
+  | { readonly any: ReadonlyArray<RuleProgress>; readonly met: boolean }
+  | { readonly quorum: { readonly n: number; readonly of: ReadonlyArray<RuleProgress> }; readonly met: boolean }
+
+export const ruleProgress = (rule: WitnessRule, approvals: ReadonlyArray<Approval>): RuleProgress => {
+  const met = satisfies(rule, approvals)
+  if ("class" in rule) {
+    const by = [...new Set(approvals.filter((a) => a.class === rule.class).map((a) => a.witness))].sort()
+    return { class: rule.class, count: rule.count ?? 1, by, met }
+  }
+  if ("principal" in rule) return { principal: rule.principal, met }
+  if ("all" in rule) return { all: rule.all.map((r) => ruleProgress(r, approvals)), met }
+  if ("any" in rule) return { any: rule.any.map((r) => ruleProgress(r, approvals)), met }
+  return { quorum: { n: rule.quorum.n, of: rule.quorum.of.map((r) => ruleProgress(r, approvals)) }, met }
+}

@@ -1,9 +1,12 @@
 import { Effect } from "effect"
 import { randomBytes } from "node:crypto"
+import { Objm } from "@nats-io/obj"
+import { ArchiveBucket } from "../schema/Archive.js"
 import { DiscardPolicy, RetentionPolicy, StorageType, type StreamConfig } from "@nats-io/jetstream"
 import { Buckets, Streams } from "../schema/Subjects.js"
 import { LedgerError } from "./LedgerError.js"
 import { Nats } from "./Nats.js"
+import { DefaultRetention, type RetentionConfig } from "./Retention.js"
 
 const TwoMinutesNs = 120 * 1_000_000_000
 
@@ -13,14 +16,24 @@ const TwoMinutesNs = 120 * 1_000_000_000
  */
 export const KernelSecrets = { bucket: "wk_secrets", heldId: "held_id" } as const
 
+const nanos = (ms: number) => ms * 1_000_000
+/** A limit of 0 is none (-1 for bytes in JetStream). */
+const bytesLimit = (n: number) => (n > 0 ? n : -1)
+
+/** The limits of the streams that have them (runtime/ledger/Retention.ts says why each). */
+export const streamLimits = (r: RetentionConfig) => ({
+  [Streams.events]: { max_bytes: bytesLimit(r.eventsMaxBytes), max_age: nanos(r.eventsMaxAgeMs), discard: DiscardPolicy.New },
+  [Streams.sessions]: { max_bytes: bytesLimit(r.sessionsMaxBytes), max_age: nanos(r.sessionsMaxAgeMs), discard: DiscardPolicy.Old }
+})
+
 /** The streams and buckets the kernel needs. Separate from publish and consume (admin API). */
-export const streamConfigs = (replicas = 1): ReadonlyArray<Partial<StreamConfig> & { name: string }> => [
+export const streamConfigs = (replicas = 1, retention: RetentionConfig = DefaultRetention): ReadonlyArray<Partial<StreamConfig> & { name: string }> => [
   {
     name: Streams.events,
     subjects: ["wk.v1.events.>"],
     storage: StorageType.File,
     retention: RetentionPolicy.Limits,
-    discard: DiscardPolicy.Old,
+    ...streamLimits(retention)[Streams.events],
     duplicate_window: TwoMinutesNs,
     allow_direct: true,
     num_replicas: replicas
@@ -40,21 +53,29 @@ export const streamConfigs = (replicas = 1): ReadonlyArray<Partial<StreamConfig>
     subjects: ["wk.v1.sessions.>"],
     storage: StorageType.File,
     retention: RetentionPolicy.Limits,
+    ...streamLimits(retention)[Streams.sessions],
     duplicate_window: TwoMinutesNs,
     allow_direct: true,
     num_replicas: replicas
   }
 ]
 
-/** Creates what is missing; leaves existing streams and buckets (and their data) alone. */
-export const provision = (replicas = 1) =>
+/**
+ * Creates what is missing and leaves existing streams and buckets (and their data) alone, except
+ * for the retention limits, which are brought to the configured values.
+ */
+export const provision = (replicas = 1, retention: RetentionConfig = DefaultRetention) =>
   Effect.gen(function* () {
-    const { jsm, kvm } = yield* Nats
-    for (const cfg of streamConfigs(replicas)) {
+    const { jsm, kvm, nc } = yield* Nats
+    for (const cfg of streamConfigs(replicas, retention)) {
       yield* Effect.tryPromise({
         try: async () => {
-          const exists = await jsm.streams.info(cfg.name).then(() => true, () => false)
-          if (!exists) await jsm.streams.add(cfg)
+          const info = await jsm.streams.info(cfg.name).catch(() => null)
+          if (info === null) return void (await jsm.streams.add(cfg))
+          const limits = (streamLimits(retention) as Record<string, { max_bytes: number; max_age: number; discard: DiscardPolicy }>)[cfg.name]
+          if (limits === undefined) return
+          const c = info.config
+          if (c.max_bytes !== limits.max_bytes || c.max_age !== limits.max_age || c.discard !== limits.discard) await jsm.streams.update(cfg.name, { ...c, ...limits })
         },
         catch: (cause) => new LedgerError({ operation: `provision stream ${cfg.name}`, message: String(cause), cause })
       })
@@ -65,6 +86,13 @@ export const provision = (replicas = 1) =>
         catch: (cause) => new LedgerError({ operation: `provision bucket ${name}`, message: String(cause), cause })
       })
     }
+    yield* Effect.tryPromise({
+      try: async () => {
+        const exists = await jsm.streams.info(`OBJ_${ArchiveBucket}`).then(() => true, () => false)
+        if (!exists) await new Objm(nc).create(ArchiveBucket, { replicas, storage: StorageType.File })
+      },
+      catch: (cause) => new LedgerError({ operation: `provision object store ${ArchiveBucket}`, message: String(cause), cause })
+    })
     yield* Effect.tryPromise({
       try: async () => {
         const kv = await kvm.create(KernelSecrets.bucket, { history: 1, replicas, storage: StorageType.File })

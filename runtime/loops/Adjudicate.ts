@@ -10,6 +10,7 @@ import type { ActivePolicy } from "../policy/ActivePolicy.js"
 import { floorRefusal } from "../policy/KernelFloor.js"
 import { applyPreferences, effectivePreferences, redactArgs } from "../policy/Preferences.js"
 import { adjudicatePolicyChange, PolicyApplyTool } from "../policy/PolicyChange.js"
+import { summaryOf, templateFor } from "../policy/PresentationTemplate.js"
 import { callDigest, contractDigest, jcsDigest } from "../schema/Canonical.js"
 import type { CallAdjudicated, CallDenied, CallHeld, CallRepresented, HeldEvent } from "../schema/Events.js"
 import type { HeldCallFacts } from "../schema/Facts.js"
@@ -93,7 +94,8 @@ export const adjudicate = (loaded: Loaded, policy: ActivePolicy) =>
       })
     )
     if (a.verdict === "REQUIRE_WITNESS" && a.contract) {
-      const presentation = presentationOf(f, generation, a, executedDigest, effectivePreferences(policy, spec.principal, spec.preferences).disclosure ?? "exact")
+      const disclosure = effectivePreferences(policy, spec.principal, spec.preferences).disclosure ?? "exact"
+      const presentation = presentationOf(f, generation, a, executedDigest, disclosure, templateFor(policy.profiles, a.executed.tool))
       const presentationDigest = jcsDigest(presentation)
       // Witnesses are shown the call again whenever what they would be shown changed.
       if (represent || !f.held || f.contract_digest !== digest || f.witness_request?.presentation_digest !== presentationDigest) {
@@ -128,14 +130,23 @@ export const adjudicate = (loaded: Loaded, policy: ActivePolicy) =>
  * What a witness is shown: the canonical call it binds to. The preference's disclosure and a
  * witness-contract provider's presentation combine, and the more private one wins: with
  * `redacted` the arguments are the provider's summary or every value replaced by its type.
- * The digests still bind the witness to the exact call.
+ * The digests still bind the witness to the exact call. The summary is a plugin's, else the
+ * profile's template for the tool, else the contract's, else one made from the arguments
+ * (runtime/policy/PresentationTemplate.ts).
  */
-const presentationOf = (f: HeldCallFacts, generation: number, a: Adjudication, digest: string, preferred: "exact" | "redacted"): JsonObject => {
+const presentationOf = (f: HeldCallFacts, generation: number, a: Adjudication, digest: string, preferred: "exact" | "redacted", template: string | undefined): JsonObject => {
   const call = a.executed
   const provider = a.presentation
   const redacted = preferred === "redacted" || provider?.["disclosure"] === "redacted"
   const providerArgs = provider?.["disclosure"] === "redacted" && typeof provider["args"] === "object" && provider["args"] !== null && !Array.isArray(provider["args"]) ? (provider["args"] as JsonObject) : undefined
-  const summary = typeof provider?.["summary"] === "string" ? provider["summary"] : a.contract?.summary
+  const summary = summaryOf({
+    tool: call.tool,
+    args: call.args,
+    redacted,
+    providerSummary: typeof provider?.["summary"] === "string" ? provider["summary"] : undefined,
+    template,
+    contractSummary: a.contract?.summary
+  })
   return {
     principal: f.spec!.principal,
     tool: call.tool,
@@ -144,6 +155,6 @@ const presentationOf = (f: HeldCallFacts, generation: number, a: Adjudication, d
     call_digest: digest,
     generation,
     ...(call.tool !== f.spec!.tool || digest !== f.spec!.call_digest ? { proposed: { tool: f.spec!.tool, call_digest: f.spec!.call_digest } } : {}),
-    ...(summary ? { summary } : {})
+    summary
   }
 }

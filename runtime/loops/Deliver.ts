@@ -7,6 +7,7 @@ import type { HeldCallFacts } from "../schema/Facts.js"
 import { Subjects } from "../schema/Subjects.js"
 import { eventOf, progress } from "./Actions.js"
 import { canonicalCall } from "../heldcall/Facts.js"
+import { reportedOutcome } from "../heldcall/ReportedOutcome.js"
 
 /** The stable id of a call's final result delivery. */
 export const deliveryIdOf = (f: HeldCallFacts) => `d_${f.held_id}_g${f.generation}`
@@ -20,7 +21,9 @@ export const deliveryOf = (f: HeldCallFacts) => {
     turn_id: spec.turn_id,
     call_id: spec.call_id,
     continuation_ref: spec.continuation_ref ?? null,
-    outcome: f.outcome,
+    // `tool_failed` when the effect ran and the tool reported a failure; `ok` says the same for a completed call.
+    outcome: reportedOutcome(f),
+    ...(f.outcome === "completed" ? { ok: f.effect?.ok ?? false } : {}),
     admission: f.outcome === "completed" ? f.result_admission : null,
     // Quarantined bytes never leave the kernel (invariant 8).
     result: f.result_admission === "admitted" ? f.result : null,

@@ -45,13 +45,15 @@ export const makeDriver = Effect.gen(function* () {
   const store = Context.get(context, HeldCallStore)
   const policies = Context.get(context, PolicyStore)
   const { kv } = Context.get(context, Nats)
+  const { delivery } = Context.get(context, KernelConfig)
 
   const contextFor = (policy: ActivePolicy): ReconcileContext => ({
     now: Date.now(),
     policyEpoch: policy.epoch,
     classesOf: (p) => classesOf(policy, p),
     keysOf: (p) => policy.principals.get(p)?.keys ?? [],
-    principals: () => [...policy.principals.keys()]
+    principals: () => [...policy.principals.keys()],
+    delivery
   })
 
   type Deps = Nats | HeldCallStore | PolicyStore | Adjudicator | Admission | KernelConfig
@@ -86,12 +88,29 @@ export const makeDriver = Effect.gen(function* () {
     }).pipe(Effect.ignore)
   }
 
+  // Ended held calls this process has removed from the open index (bounded; a miss costs one read).
+  const unindexed = new Set<string>()
+  /**
+   * Level-based removal from the open index: a held call that ended by any path (an action such as
+   * admission, a cancel handled elsewhere, another process) leaves it on its next drive.
+   */
+  const unindexEnded = (f: HeldCallFacts) => {
+    if (f.outcome === null || !f.held || unindexed.has(f.held_id)) return Effect.void
+    return Effect.promise(async () => {
+      const open = await kv(Buckets.open)
+      const entry = await open.get(f.held_id)
+      if (entry !== null && entry.operation === "PUT") await open.delete(f.held_id)
+      unindexed.add(f.held_id)
+      if (unindexed.size > 10_000) unindexed.delete(unindexed.values().next().value!)
+    }).pipe(Effect.ignore)
+  }
+
   const drive = (heldId: string, freshness: Freshness = "fresh") =>
     store.serialized(
       heldId,
       Effect.gen(function* () {
         let last: Loaded | null = null
-        const done = (r: Driven) => Effect.as(last !== null ? store.project(last) : Effect.void, r)
+        const done = (r: Driven) => Effect.as(last !== null ? Effect.zipRight(store.project(last), unindexEnded(last.facts)) : Effect.void, r)
         for (let round = 0; round < MaxRounds; round++) {
           const loaded = yield* store.load(heldId, round === 0 ? freshness : "cached")
           if (loaded === null) return { facts: null, requeueMs: null }

@@ -3,7 +3,7 @@ import { Nats } from "../ledger/Nats.js"
 import { LedgerError, isWrongLastSequence } from "../ledger/LedgerError.js"
 import { jcsDigest } from "../schema/Canonical.js"
 import { Profile } from "../schema/Profile.js"
-import { policyAppliedId, type PolicyApplied } from "../schema/PolicyApplied.js"
+import { policyAppliedId, type AppliedBy, type PolicyApplied } from "../schema/PolicyApplied.js"
 import { Buckets, Streams, Subjects } from "../schema/Subjects.js"
 import { activePolicy, type ActivePolicy } from "./ActivePolicy.js"
 
@@ -12,7 +12,13 @@ const StoredPolicy = Schema.Struct({
   epoch: Schema.Int,
   profiles: Schema.Array(Profile),
   /** Digest of the profile files last applied at start-up (files changed -> new epoch). */
-  source_digest: Schema.String
+  source_digest: Schema.String,
+  /**
+   * The signed `policy.apply` envelopes applied while they are unexpired, by principal and nonce,
+   * with the epoch each made: the same envelope again is a duplicate. Written with the profiles,
+   * so an apply and its nonce are recorded together or not at all.
+   */
+  applies: Schema.optional(Schema.Array(Schema.Struct({ principal: Schema.String, nonce: Schema.String, epoch: Schema.Int, expires_at: Schema.String })))
 })
 type StoredPolicy = typeof StoredPolicy.Type
 
@@ -29,7 +35,16 @@ export class PolicyStore extends Context.Tag("wk/PolicyStore")<
     /** Re-reads the bucket (before decisions that must see the latest epoch). */
     readonly refresh: Effect.Effect<ActivePolicy, LedgerError>
     /** Replaces the profiles and bumps the epoch (CAS on the bucket). */
-    readonly apply: (profiles: ReadonlyArray<Profile>) => Effect.Effect<ActivePolicy, LedgerError>
+    readonly apply: (profiles: ReadonlyArray<Profile>, appliedBy?: AppliedBy) => Effect.Effect<ActivePolicy, LedgerError>
+    /**
+     * As `apply`, for a signed envelope with a nonce: unless the same principal's nonce was already
+     * applied (then nothing changes and `duplicate` names the epoch that apply made).
+     */
+    readonly applyOnce: (
+      profiles: ReadonlyArray<Profile>,
+      envelope: { readonly principal: string; readonly nonce: string; readonly expires_at: string },
+      appliedBy?: AppliedBy
+    ) => Effect.Effect<{ readonly policy: ActivePolicy; readonly duplicate?: number }, LedgerError>
   }
 >() {}
 
@@ -73,14 +88,14 @@ export const makePolicyStore = (fileProfiles: ReadonlyArray<Profile>) =>
       })
 
     // The registry's history for auditors: one `policy.applied` record per epoch, after its KV write.
-    const recordApplied = (s: StoredPolicy, onlyIfMissing: boolean) =>
+    const recordApplied = (s: StoredPolicy, onlyIfMissing: boolean, appliedBy?: AppliedBy) =>
       Effect.tryPromise({
         try: async () => {
           if (onlyIfMissing) {
             const last = await nats.jsm.direct.getMessage(Streams.events, { last_by_subj: Subjects.policyEvents })
             if (last !== null && Number((last.json() as { epoch?: unknown }).epoch ?? 0) >= s.epoch) return
           }
-          const record: PolicyApplied = { type: "policy.applied", event_id: policyAppliedId(s.epoch), epoch: s.epoch, profiles: s.profiles, at: new Date().toISOString() }
+          const record: PolicyApplied = { type: "policy.applied", event_id: policyAppliedId(s.epoch), epoch: s.epoch, profiles: s.profiles, at: new Date().toISOString(), ...(appliedBy !== undefined ? { applied_by: appliedBy } : {}) }
           await nats.js.publish(Subjects.policyEvents, new TextEncoder().encode(JSON.stringify(record)), { msgID: record.event_id })
         },
         catch: (cause) => new LedgerError({ operation: "record policy.applied", message: String(cause), cause })
@@ -119,11 +134,28 @@ export const makePolicyStore = (fileProfiles: ReadonlyArray<Profile>) =>
     return PolicyStore.of({
       current: Ref.get(ref),
       refresh: Effect.flatMap(read, (r) => (r === null ? Ref.get(ref) : set(r.stored))),
-      apply: (profiles) =>
+      apply: (profiles, appliedBy) =>
         Effect.flatMap(
-          write((prev) => ({ epoch: (prev?.epoch ?? 0) + 1, profiles, source_digest: prev?.source_digest ?? sourceDigest })),
-          (s) => Effect.zipRight(recordApplied(s, false), set(s))
-        )
+          write((prev) => ({ epoch: (prev?.epoch ?? 0) + 1, profiles, source_digest: prev?.source_digest ?? sourceDigest, ...(prev?.applies ? { applies: prev.applies } : {}) })),
+          (s) => Effect.zipRight(recordApplied(s, false, appliedBy), set(s))
+        ),
+      applyOnce: (profiles, env, appliedBy) =>
+        Effect.gen(function* () {
+          let duplicate: number | undefined
+          const s = yield* write((prev) => {
+            const now = Date.now()
+            const seen = (prev?.applies ?? []).find((a) => a.principal === env.principal && a.nonce === env.nonce)
+            duplicate = seen?.epoch
+            if (seen !== undefined) return null
+            const epoch = (prev?.epoch ?? 0) + 1
+            // Expired envelopes are refused anyway: their nonces need not be kept.
+            const applies = [...(prev?.applies ?? []).filter((a) => Date.parse(a.expires_at) > now), { principal: env.principal, nonce: env.nonce, epoch, expires_at: env.expires_at }]
+            return { epoch, profiles, source_digest: prev?.source_digest ?? sourceDigest, applies }
+          })
+          if (duplicate !== undefined) return { policy: yield* set(s), duplicate }
+          yield* recordApplied(s, false, appliedBy)
+          return { policy: yield* set(s) }
+        })
     })
   })
 

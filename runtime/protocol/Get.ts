@@ -3,6 +3,9 @@ import { HeldCallStore } from "../ledger/HeldCallStore.js"
 import { PolicyStore } from "../policy/PolicyStore.js"
 import { initialFacts } from "../heldcall/Facts.js"
 import { heldView, roleOf, type Role } from "../heldcall/Views.js"
+import { countingApprovals } from "../heldcall/Counting.js"
+import { ruleProgress } from "../heldcall/WitnessRuleEval.js"
+import { classesOf, type ActivePolicy } from "../policy/ActivePolicy.js"
 import type { HeldCallFacts } from "../schema/Facts.js"
 import type { Envelope } from "../schema/Envelope.js"
 import { GetRequest } from "../schema/Requests.js"
@@ -33,5 +36,15 @@ export const get = (data: Uint8Array) =>
     // A signed read is checked even for an unknown id, so a bad proof never learns what exists.
     const role: Role | null = req.reader === undefined ? "witness" : yield* signedRole(req.reader, facts ?? initialFacts(req.held_id))
     if (facts === null || role === null) return notFound(req.held_id)
-    return { status: 200, view: role, held: heldView(role, facts) }
+    const policy = yield* (yield* PolicyStore).current
+    return { status: 200, view: role, held: heldView(role, facts, progressOf(facts, policy, Date.now())) }
   })
+
+/** Where the active rule stands with the approvals that count under the registry in force (absent without a rule). */
+const progressOf = (f: HeldCallFacts, policy: ActivePolicy, now: number) =>
+  f.active_rule === null
+    ? undefined
+    : ruleProgress(
+        f.active_rule,
+        countingApprovals(f, { now, classesOf: (p) => classesOf(policy, p), keysOf: (p) => policy.principals.get(p)?.keys ?? [], principals: () => [...policy.principals.keys()] })
+      )

@@ -7,11 +7,12 @@ import { eventOf } from "../loops/Actions.js"
 import { PolicyStore } from "../policy/PolicyStore.js"
 import { classifyChange, policyCall, PolicyApplyTool } from "../policy/PolicyChange.js"
 import type { PolicyEpochChanged } from "../schema/Events.js"
-import { PolicyApplyPayload } from "../schema/Requests.js"
+import { MaxProposeTtlMs, PolicyApplyPayload } from "../schema/Requests.js"
 import { Buckets } from "../schema/Subjects.js"
 import { forbidden, invalidRequest, proposeReply, unavailable, type Reply } from "./Replies.js"
 import { signedRequest, type Signed } from "./Request.js"
 import { record } from "./Propose.js"
+import { staleEnvelope } from "./internal/replayGuard.js"
 import { effectivePreferences } from "../policy/Preferences.js"
 import { HeldIds } from "./HeldIds.js"
 import type { ProposeCall } from "../schema/Requests.js"
@@ -19,18 +20,31 @@ import type { ProposeCall } from "../schema/Requests.js"
 /**
  * `wk.v1.admin.policy.apply`: replaces the profile of the same name (or adds it), bumps the
  * policy epoch, and tells every open held call, so evidence is re-evaluated under the new policy.
+ * An expired envelope is refused; one whose nonce this admin already applied is a duplicate
+ * (`duplicate: true` and the epoch that apply made), so a captured envelope never reverts a
+ * later change. A widening's envelope sent again is the same held call.
  */
 export const policyApply = (data: Uint8Array) =>
   Effect.gen(function* () {
     const { payload: p, policy, envelope } = yield* signedRequest(data, "policy.apply", PolicyApplyPayload)
+    const stale = staleEnvelope(p.expires_at, Date.now())
+    if (stale !== undefined) return stale
     if (!policy.admins.has(p.principal)) return forbidden(`principal '${p.principal}' is not a policy admin`)
+    const store = yield* PolicyStore
     const change = classifyChange(policy, p.profile, "payload.profile")
     if (change._tag === "Invalid") return invalidRequest(change.message, change.field)
     // A widening is itself a governed call that another admin must witness.
     if (change._tag === "Widening") return yield* heldChange({ envelope, policy, payload: { op: "propose", principal: p.principal, ...policyCall(p.profile), tool: PolicyApplyTool, args: { profile: p.profile } } })
-    const next = yield* (yield* PolicyStore).apply(change.profiles)
-    yield* announceEpoch(next.epoch)
-    return { status: 200, policy_epoch: next.epoch } satisfies Reply
+    if (p.nonce === undefined) {
+      const next = yield* store.apply(change.profiles, { envelope })
+      yield* announceEpoch(next.epoch)
+      return { status: 200, policy_epoch: next.epoch } satisfies Reply
+    }
+    const expiresAt = p.expires_at ?? new Date(Date.now() + MaxProposeTtlMs).toISOString()
+    const applied = yield* store.applyOnce(change.profiles, { principal: p.principal, nonce: p.nonce, expires_at: expiresAt }, { envelope })
+    if (applied.duplicate !== undefined) return { status: 200, duplicate: true, policy_epoch: applied.duplicate } satisfies Reply
+    yield* announceEpoch(applied.policy.epoch)
+    return { status: 200, policy_epoch: applied.policy.epoch } satisfies Reply
   })
 
 /**

@@ -21,8 +21,8 @@ import type { Ancestor } from "../schema/HeldCallSpec.js"
 /**
  * `wk.v1.calls.propose`. An expired envelope is refused. The same (principal, session, turn,
  * call) with the same digest gets the same answer; a different digest while held is an edit (a
- * new generation) when it names the generation it supersedes, else 409; after dispatch it is
- * 409. The call is then driven inline, so ALLOW answers with the result.
+ * new generation) when it names the generation it supersedes, or names none and is no earlier
+ * generation's call; else 409. After dispatch it is 409. The call is then driven inline, so ALLOW answers with the result.
  */
 export const propose = (data: Uint8Array) =>
   Effect.gen(function* () {
@@ -116,9 +116,9 @@ export const record = (heldId: string, req: Signed<ProposeCall>, prefs: Preferen
               ? conflict("already_dispatched", `held call ${heldId} was already dispatched; a changed proposal needs a new call_id`)
               : conflict(`call_${f.lifecycle}`, `held call ${heldId} is ${f.lifecycle}; a changed proposal needs a new call_id`)
           }
-          // An edit names the generation it replaces; a proposal that names none (or an old one) never edits.
+          // An edit names the generation it replaces, or at least proposes no earlier generation's call.
           if (f.spec !== null) {
-            const superseded = supersededProposal(f, p.supersedes)
+            const superseded = supersededProposal(f, p.supersedes, digest)
             if (superseded !== undefined) return superseded
           } else if (p.supersedes !== undefined) {
             return conflict("superseded", `held call ${heldId} has no generation ${p.supersedes} to supersede`)

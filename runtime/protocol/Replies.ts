@@ -1,5 +1,6 @@
 import type { HeldCallFacts } from "../schema/Facts.js"
 import { canonicalCall } from "../heldcall/Facts.js"
+import { reportedOutcome } from "../heldcall/ReportedOutcome.js"
 import { toolErrorFor } from "../heldcall/Views.js"
 
 /** A reply body; `status` follows HTTP meanings as protocol.md sets them. */
@@ -21,7 +22,8 @@ export const proposeReply = (f: HeldCallFacts): Reply | null => {
     case "completed": {
       const base = {
         status: 200,
-        outcome: "completed",
+        // `tool_failed` when the tool ran and reported a failure (`ok: false`), else `completed`.
+        outcome: reportedOutcome(f),
         held_id: f.held_id,
         call_digest: call.call_digest,
         executed: { tool: call.tool, call_digest: call.call_digest },

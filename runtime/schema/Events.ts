@@ -247,6 +247,20 @@ export const DeliveryAcknowledged = Schema.Struct({
   envelope: Envelope
 })
 
+/**
+ * The kernel stopped republishing an unacknowledged delivery: the call's expiry plus the delivery
+ * grace period passed. The result stays readable (`held.get`, the session stream) and may still be
+ * acknowledged; only the republishing ends.
+ */
+export const DeliveryStopped = Schema.Struct({
+  ...Base,
+  type: Schema.Literal("delivery.stopped"),
+  delivery_id: Schema.String,
+  /** Deliveries published before the stop. */
+  attempts: Schema.Int,
+  reason: Schema.String
+})
+
 export const CallCancelled = Schema.Struct({
   ...Base,
   type: Schema.Literal("call.cancelled"),
@@ -327,6 +341,7 @@ export const HeldEvent = Schema.Union(
   ResultQuarantined,
   DeliveryPublished,
   DeliveryAcknowledged,
+  DeliveryStopped,
   CallCancelled,
   CallExpired,
   DependencyAdded,

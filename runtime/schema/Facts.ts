@@ -93,6 +93,12 @@ export const HeldCallFacts = Schema.Struct({
    * must supersede one of them. Absent: the last proposal is `generation` itself.
    */
   proposed_generation: Schema.optional(Schema.Int),
+  /**
+   * Call digests of the proposals this call's edits replaced, oldest first: an envelope that
+   * proposes one of them again without naming the generation it supersedes is a replay.
+   * Absent: never edited.
+   */
+  earlier_digests: Schema.optional(Schema.Array(Schema.String)),
   /** The rule in force: the contract's rule, or the fallback route after a timeout. */
   active_rule: Schema.NullOr(WitnessRule),
   /** True once a 202 was answered: the end of the call is then delivered to the session. */
@@ -116,6 +122,8 @@ export const HeldCallFacts = Schema.Struct({
   delivery_id: Schema.NullOr(Schema.String),
   delivery_attempts: Schema.Int,
   delivery_last_at: Schema.NullOr(Schema.String),
+  /** When the kernel stopped republishing an unacknowledged delivery (`delivery.stopped`). Absent: it did not. */
+  delivery_stopped_at: Schema.optional(Schema.String),
   errors: Schema.Array(Schema.String),
   /** Nested held calls this call waits for, sorted by held id. Absent: none (and in older projections). */
   dependencies: Schema.optional(Schema.Array(Dependency)),

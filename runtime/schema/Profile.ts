@@ -1,6 +1,7 @@
 import { Schema } from "effect"
 import { PluginPin } from "./PluginPin.js"
 import { Preferences } from "./Preferences.js"
+import { PresentationTemplate } from "./PresentationTemplate.js"
 import { WitnessContract } from "./WitnessContract.js"
 import type { JsonValue } from "./Json.js"
 
@@ -82,6 +83,12 @@ export const Profile = Schema.Struct({
   admins: Schema.optional(Schema.Array(Schema.String)),
   /** Preferences per principal ("*" for every principal); they only narrow (runtime/policy/Preferences.ts). */
   preferences: Schema.optional(Schema.Record({ key: Schema.String, value: Preferences })),
+  /**
+   * A one-line summary per tool for the people who decide its held calls, with `{field}`
+   * placeholders for arguments ("Transfer {amount} EUR from {from} to {to}"); rendered into the
+   * presentation witnesses sign over (runtime/policy/PresentationTemplate.ts).
+   */
+  presentation: Schema.optional(Schema.Record({ key: Schema.String, value: PresentationTemplate })),
   /** Plugins this profile pins by name, version, sha256 and signer (PluginPin.ts). */
   plugins: Schema.optional(Schema.Array(ProfilePin))
 })

@@ -18,11 +18,18 @@ export const ProposePayload = Schema.Struct({
   preferences: Schema.optional(CallPreferences),
   /** Proposes this call as a dependency of an open held call (nested hold): the parent waits for it to end. */
   parent_held_id: Schema.optional(HeldId),
-  /** Makes every envelope unique: the same payload signed twice is two requests, the same envelope sent twice is one. */
-  nonce: Schema.String.pipe(Schema.minLength(8), Schema.maxLength(128)),
-  /** After this time the envelope is refused; at most `MaxProposeTtlMs` ahead of the kernel's clock. */
-  expires_at: Timestamp,
-  /** An edit: the generation of this call it replaces (the `generation` of its last held reply). */
+  /**
+   * Optional (v1 clients send none): makes every envelope unique, so the same payload signed twice
+   * is two requests and the same envelope sent twice is one; an envelope whose nonce an earlier
+   * proposal of this call used is refused once the call has moved on.
+   */
+  nonce: Schema.optional(Schema.String.pipe(Schema.minLength(8), Schema.maxLength(128))),
+  /** Optional: after this time the envelope is refused; at most `MaxProposeTtlMs` ahead of the kernel's clock. */
+  expires_at: Schema.optional(Timestamp),
+  /**
+   * An edit: the generation of this call it replaces (the `generation` of its last held reply).
+   * Without it an edit is still accepted unless its call digest is an earlier generation's (a replay).
+   */
   supersedes: Schema.optional(Schema.Int.pipe(Schema.positive()))
 })
 export type ProposePayload = typeof ProposePayload.Type
@@ -32,10 +39,9 @@ export const MaxProposeTtlMs = 15 * 60_000
 
 /**
  * A proposal as the kernel records it. A `policy.apply` widening is recorded as a proposal of
- * `kernel_policy_apply` built by the kernel from the admin's signed request, which carries no
- * propose nonce or expiry of its own.
+ * `kernel_policy_apply` built by the kernel from the admin's signed request.
  */
-export type ProposeCall = Omit<ProposePayload, "nonce" | "expires_at"> & Partial<Pick<ProposePayload, "nonce" | "expires_at">>
+export type ProposeCall = ProposePayload
 
 export const AttestDecision = Schema.Literal("approve", "reject", "revoke", "evidence")
 export type AttestDecision = typeof AttestDecision.Type
@@ -102,7 +108,15 @@ export type AckPayload = typeof AckPayload.Type
 export const PolicyApplyPayload = Schema.Struct({
   op: Schema.Literal("policy.apply"),
   principal: Principal,
-  profile: JsonObject
+  profile: JsonObject,
+  /**
+   * Optional (v1 clients send none), as for propose: a fresh value per envelope. The same
+   * principal's nonce seen again while its envelope is unexpired is a duplicate: the answer of
+   * the first apply, nothing changes.
+   */
+  nonce: Schema.optional(Schema.String.pipe(Schema.minLength(8), Schema.maxLength(128))),
+  /** Optional: after this time the envelope is refused; at most `MaxProposeTtlMs` ahead. */
+  expires_at: Schema.optional(Timestamp)
 })
 export type PolicyApplyPayload = typeof PolicyApplyPayload.Type
 

@@ -45,7 +45,7 @@ describe("quarantined bytes reach nobody but the auditor", () => {
 
   it("a quarantined tool error never reaches the propose reply", async () => {
     const reply = await post(`${h.url}/tool-calls`, vault("vault_fail"))
-    expect(reply.body).toMatchObject({ status: 200, outcome: "completed", admission: "quarantined", ok: false, result: null })
+    expect(reply.body).toMatchObject({ status: 200, outcome: "tool_failed", admission: "quarantined", ok: false, result: null })
     expect(reply.body.quarantine.by).toBe("plugin:secret-detect@1.0.0")
     expect(JSON.stringify(reply.body)).not.toContain(LeakedToken)
     // Proposed again (idempotent): the same answer, still without the bytes.

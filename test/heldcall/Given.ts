@@ -99,6 +99,8 @@ export interface Statement {
   readonly rejected?: "stale" | "invalid"
   /** Distinguishes otherwise equal statements (the attestation digest). */
   readonly nonce?: string
+  /** The witness's own reason, as signed. */
+  readonly reason?: string
 }
 
 /** One attestation event (accepted or rejected) for a statement. */
@@ -141,6 +143,7 @@ export const attestation = (s: Statement): EventOf<"attestation.accepted"> | Eve
     issued_at,
     expires_at,
     nonce,
+    ...(s.reason !== undefined ? { reason: s.reason } : {}),
     envelope: dummyEnvelope(payload)
   }
 }

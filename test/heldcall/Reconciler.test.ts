@@ -130,6 +130,11 @@ describe("readiness: unsatisfied -> satisfied -> stale -> re-evaluated", () => {
     expect(kinds(plan)).toEqual(["deliver"])
   })
 
+  it("given a veto-class reject with a reason, when the call is denied, then the denial carries the witness's own words", () => {
+    const facts = fold(parked, attestation({ witness: "compliance:zoe", decision: "reject", issued: 101, reason: "beneficiary is on the sanctions list" }))
+    expect(reconcile(facts, ctxAt(1000)).facts.reasons).toEqual([{ by: "compliance:zoe", reason: "veto by compliance witness compliance:zoe: beneficiary is on the sanctions list" }])
+  })
+
   it("a held call past its expiry expires before anything else", () => {
     const plan = reconcile(fold(parked, attestation({ witness: "user:carol", decision: "approve", issued: 100 })), ctxAt(3_600_000))
     expect(types(plan)).toEqual(["call.expired"])
@@ -320,5 +325,54 @@ describe("reconcile over random reachable facts", () => {
       }),
       { numRuns: 800 }
     )
+  })
+})
+
+describe("delivery: republished with backoff until expiry plus grace, then stopped", () => {
+  const parked = given(proposed(1, { ttlMs: 10_000 }), adjudicated(1), held(1))
+
+  /** Runs the controller's loop on the pure core: reconcile, publish when asked, sleep the requeue. */
+  const run = (retry: { baseMs: number; maxMs: number; graceMs: number }, ackAfter: number | null) => {
+    let now = 10_000
+    let f = fold(parked)
+    const published: Array<number> = []
+    for (let tick = 0; tick < 20_000; tick++) {
+      const plan = reconcile(f, ctxAt(now, 1, { delivery: retry }))
+      f = commit(f, plan)
+      if (kinds(plan).includes("deliver")) {
+        published.push(now)
+        f = fold(f, { type: "delivery.published", event_id: `delivery.published:${HeldId}:d:a${published.length}`, held_id: HeldId, generation: 1, at: at(now), delivery_id: "d", attempt: published.length })
+        if (ackAfter !== null && published.length === ackAfter)
+          f = fold(f, { type: "delivery.acknowledged", event_id: `delivery.acknowledged:${HeldId}:d`, held_id: HeldId, generation: 1, at: at(now), delivery_id: "d", envelope: { payload: {}, key: "AAAA", sig: "AAAA" } })
+        continue
+      }
+      if (plan.requeueMs === null) return { f, published, now }
+      now += plan.requeueMs
+    }
+    throw new Error("delivery never quiesced")
+  }
+
+  it("each gap at least doubles up to the cap; nothing is published after the deadline; the stop is recorded once", () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 2_000 }), fc.integer({ min: 1, max: 20 }), fc.integer({ min: 0, max: 60_000 }), (baseMs, capFactor, graceMs) => {
+        const retry = { baseMs, maxMs: baseMs * capFactor, graceMs }
+        const { f, published } = run(retry, null)
+        const deadline = 10_000 + graceMs
+        // The first delivery is always made; republishes only before the deadline.
+        expect(published[0]).toBe(10_000)
+        for (const t of published.slice(1)) expect(t).toBeLessThan(deadline)
+        for (let i = 1; i < published.length; i++) expect(published[i]! - published[i - 1]!).toBe(Math.min(retry.maxMs, baseMs * 2 ** (i - 1)))
+        expect(f.delivery_stopped_at).toBe(at(Math.max(deadline, published.at(-1)!)))
+        expect(f.continuation_delivery).toBe("delivered")
+        expect(reconcile(f, ctxAt(10 * deadline, 1, { delivery: retry }))).toMatchObject({ events: [], actions: [], requeueMs: null })
+      })
+    )
+  })
+
+  it("an acknowledged delivery is never republished and never stopped", () => {
+    const { f, published } = run({ baseMs: 100, maxMs: 1_000, graceMs: 60_000 }, 2)
+    expect(published.length).toBe(2)
+    expect(f).toMatchObject({ continuation_delivery: "acknowledged" })
+    expect(f.delivery_stopped_at).toBeUndefined()
   })
 })

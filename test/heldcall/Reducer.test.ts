@@ -302,8 +302,10 @@ describe("replay of a log recorded by an older kernel", () => {
 
   it("the older log still replays to the facts that kernel projected (lease_until absent = null)", () => {
     const facts = reduce(expected.held_id, decodeLog(raw))
-    // Fields added since (absent = their initial value): lease_until, and executed (= the proposal, no transform).
+    // Fields added since (absent = their initial value): lease_until, executed (= the proposal, no
+    // transform), and earlier_digests (the digest the edit replaced).
     const executed = { tool: expected.spec!.tool, args: expected.spec!.args, call_digest: expected.spec!.call_digest }
-    expect(withoutKeys(facts)).toEqual({ ...expected, lease_until: null, executed })
+    const replaced = raw.find((e) => e.type === "call.proposed" && (e as { generation?: number }).generation === 1) as unknown as { call_digest: string }
+    expect(withoutKeys(facts)).toEqual({ ...expected, lease_until: null, executed, earlier_digests: [replaced.call_digest] })
   })
 })

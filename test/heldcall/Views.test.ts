@@ -4,8 +4,8 @@ import { eventView, heldView, mayWitness, namedIn, roleOf, type Role } from "../
 import { proposeReply } from "../../runtime/protocol/Replies.js"
 import type { HeldEvent } from "../../runtime/schema/Events.js"
 import type { JsonValue } from "../../runtime/schema/Json.js"
-import type { WitnessRule } from "../../runtime/schema/WitnessContract.js"
-import { HeldId, adjudicated, at, fold, given, held, proposed } from "./Given.js"
+import { routeAdmits, type WitnessRule } from "../../runtime/schema/WitnessContract.js"
+import { HeldId, HumanContract, adjudicated, at, fold, given, held, proposed } from "./Given.js"
 
 // What each reader may see, decided in one place: quarantined bytes only in the auditor's view,
 // disclosure in every witness-facing view, and who counts as a witness.
@@ -44,7 +44,7 @@ describe("quarantined bytes", () => {
 
   it("an admitted tool error is the proposer's to see", () => {
     const facts = given(proposed(1), adjudicated(1, { verdict: "ALLOW" }), recorded(false, "insufficient funds"), admitted({ error: "insufficient funds" }))
-    expect(proposeReply(facts)).toMatchObject({ ok: false, error: "insufficient funds", admission: "admitted" })
+    expect(proposeReply(facts)).toMatchObject({ outcome: "tool_failed", ok: false, error: "insufficient funds", admission: "admitted" })
   })
 })
 
@@ -102,4 +102,22 @@ describe("who may witness", () => {
     expect(roleOf({ principal: "agent:bob", classes: ["agent"], admin: false }, facts)).toBe(null)
     expect(roleOf({ principal: "admin:root", classes: ["admin"], admin: true }, facts)).toBe("admin")
   })
+
+  it("a route picks among the rule's witnesses: one it excludes is not offered the call (a veto class still is)", () => {
+    const routed = { ...HumanContract, route: { principal: "user:carol" }, veto: ["compliance"] }
+    const facts = given(proposed(1), adjudicated(1, { contract: routed }), held(1, routed))
+    expect(roleOf({ principal: "user:carol", classes: ["human"], admin: false }, facts)).toBe("witness")
+    expect(roleOf({ principal: "user:dave", classes: ["human"], admin: false }, facts)).toBe(null)
+    expect(roleOf({ principal: "compliance:zoe", classes: ["compliance"], admin: false }, facts)).toBe("witness")
+    fc.assert(
+      fc.property(rule, rule, fc.option(name, { nil: undefined }), fc.array(name, { maxLength: 3 }), (r, route, principal, classes) => {
+        const reader = { ...(principal ? { principal } : {}), classes }
+        const offered = mayWitness(reader, { principal: "agent:alice", rule: r, route })
+        // Routed, a reader is offered the call only when the route admits it as well as the rule.
+        if (offered) expect(routeAdmits(route, principal ?? "", classes)).toBe(true)
+        if (offered) expect(mayWitness(reader, { principal: "agent:alice", rule: r })).toBe(true)
+      })
+    )
+  })
 })
+

@@ -78,19 +78,25 @@ describe("propose envelopes cannot be replayed", () => {
     expect(bank.effects).toBe(0)
   })
 
-  it("an envelope without nonce or expiry is malformed", async () => {
-    const { nonce: _n, ...noNonce } = signed("nononce", 50).payload
-    expect(await send(alice.sign(noNonce))).toMatchObject({ status: 400, error: { path: "payload.nonce" } })
-    const { expires_at: _e, ...noExpiry } = signed("noexpiry", 50).payload
-    expect(await send(alice.sign(noExpiry))).toMatchObject({ status: 400, error: { path: "payload.expires_at" } })
+  it("a proposal without nonce, expiry or supersedes (a v1 client's) is accepted, and so is its edit", async () => {
+    const v1 = (amount: number) => alice.sign({ op: "propose", session_id: "s-replay", turn_id: "t1", call_id: "v1", tool: "money_transfer", args: { from: "replay-v1", to: "shop", amount } })
+    expect(await send(v1(5_000))).toMatchObject({ status: 202, generation: 1 })
+    expect(await send(v1(5_000))).toMatchObject({ status: 202, generation: 1 })
+    expect(await send(v1(5_500))).toMatchObject({ status: 202, generation: 2 })
   })
 
-  it("an edit that names no generation is refused; the client names the one it last saw", async () => {
-    expect(await send(signed("client", 7_000))).toMatchObject({ status: 202, generation: 1 })
-    expect(await send(signed("client", 7_500))).toMatchObject({ status: 409, error: { code: "superseded" } })
-    const edited = await alice.propose({ session_id: "s-replay", turn_id: "t1", call_id: "client", tool: "money_transfer", args: { from: "replay-client", to: "shop", amount: 7_600 }, supersedes: 1 })
-    expect(edited).toMatchObject({ status: 202, generation: 2 })
-    // The client remembers generation 2 and edits it without being told.
-    expect(await alice.propose({ session_id: "s-replay", turn_id: "t1", call_id: "client", tool: "money_transfer", args: { from: "replay-client", to: "shop", amount: 7_700 } })).toMatchObject({ status: 202, generation: 3 })
+  it("a replayed earlier generation without supersedes is refused, with or without nonce and expiry", async () => {
+    const first = signed("client", 7_000)
+    expect(await send(first)).toMatchObject({ status: 202, generation: 1 })
+    expect(await send(signed("client", 7_500))).toMatchObject({ status: 202, generation: 2 })
+    const before = await eventCount(kernelConn)
+    expect(await send(first)).toMatchObject({ status: 409, error: { code: "superseded" } })
+    const { nonce: _n, expires_at: _e, ...bare } = first.payload as Record<string, unknown>
+    expect(await send(alice.sign(bare))).toMatchObject({ status: 409, error: { code: "superseded" } })
+    expect(await eventCount(kernelConn)).toBe(before)
+    const edited = await alice.propose({ session_id: "s-replay", turn_id: "t1", call_id: "client", tool: "money_transfer", args: { from: "replay-client", to: "shop", amount: 7_600 }, supersedes: 2 })
+    expect(edited).toMatchObject({ status: 202, generation: 3 })
+    // The client remembers generation 3 and edits it, naming it without being told.
+    expect(await alice.propose({ session_id: "s-replay", turn_id: "t1", call_id: "client", tool: "money_transfer", args: { from: "replay-client", to: "shop", amount: 7_000 } })).toMatchObject({ status: 202, generation: 4 })
   })
 })

@@ -3,15 +3,17 @@ import { attestationBinding } from "./AttestationBinding.js"
 import type { HeldCheck } from "./Check.js"
 import { delivery } from "./Delivery.js"
 import { effectSafety } from "./EffectSafety.js"
+import { policyAuthority } from "./PolicyAuthority.js"
 import { signatures } from "./Signatures.js"
 
 export * from "./Check.js"
 export { attestationBinding } from "./AttestationBinding.js"
 export { delivery } from "./Delivery.js"
 export { effectSafety } from "./EffectSafety.js"
+export { policyAuthority, policyEpochAuthority } from "./PolicyAuthority.js"
 export { signatures } from "./Signatures.js"
 export { compareProjection, type ProjectionComparison } from "./Projection.js"
 export { rerunPlugins } from "./PluginRerun.js"
 
 /** Every pure held-call check. */
-export const heldChecks: ReadonlyArray<HeldCheck> = [signatures, attestationBinding, effectSafety, delivery]
+export const heldChecks: ReadonlyArray<HeldCheck> = [signatures, attestationBinding, effectSafety, policyAuthority, delivery]

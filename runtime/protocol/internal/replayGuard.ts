@@ -6,15 +6,16 @@ import { conflict, invalidRequest, type Reply } from "../Replies.js"
 const SkewMs = 60_000
 
 /**
- * Whether a propose envelope is still fresh: `expires_at` in the future and at most
+ * Whether a propose or policy.apply envelope is still fresh: `expires_at`, when given, in the future and at most
  * `MaxProposeTtlMs` (plus skew) ahead, so a captured envelope stops working soon.
  */
-export const staleEnvelope = (expiresAt: string, now: number): Reply | undefined => {
+export const staleEnvelope = (expiresAt: string | undefined, now: number): Reply | undefined => {
+  if (expiresAt === undefined) return undefined
   const at = Date.parse(expiresAt)
   if (!Number.isFinite(at)) return invalidRequest(`payload.expires_at: '${expiresAt}' is not a time`, "payload.expires_at")
   if (at <= now) return { status: 409, error: { code: "envelope_expired", message: `the envelope expired at ${expiresAt}; sign the proposal again`, path: "payload.expires_at" } }
   if (at > now + MaxProposeTtlMs + SkewMs) {
-    return invalidRequest(`payload.expires_at: ${expiresAt} is more than ${MaxProposeTtlMs / 60_000} minutes ahead; a propose envelope must expire sooner`, "payload.expires_at")
+    return invalidRequest(`payload.expires_at: ${expiresAt} is more than ${MaxProposeTtlMs / 60_000} minutes ahead; an envelope must expire sooner`, "payload.expires_at")
   }
   return undefined
 }
@@ -24,13 +25,14 @@ export const proposedGeneration = (f: HeldCallFacts): number => f.proposed_gener
 
 /**
  * Whether a proposal with a new call digest may become the next generation of an existing,
- * undispatched call: only when it names, in `supersedes`, the generation it replaces (the last
- * proposal's or a later re-presentation of it). A proposal that names none, or an older one, is
- * a superseded envelope coming back: refused, so it never reverts an edit or voids approvals.
+ * undispatched call. With `supersedes`, only when it names the generation it replaces (the last
+ * proposal's or a later re-presentation of it). Without it (v1 clients), unless its digest is
+ * one an earlier generation proposed: that is a superseded envelope coming back, refused so it
+ * never reverts an edit or voids approvals.
  */
-export const supersededProposal = (f: HeldCallFacts, supersedes: number | undefined): Reply | undefined => {
-  if (supersedes !== undefined && supersedes >= proposedGeneration(f) && supersedes <= f.generation) return undefined
-  const named = supersedes === undefined ? "names no generation it supersedes" : `supersedes generation ${supersedes}`
+export const supersededProposal = (f: HeldCallFacts, supersedes: number | undefined, digest: string): Reply | undefined => {
+  if (supersedes === undefined ? !(f.earlier_digests ?? []).includes(digest) : supersedes >= proposedGeneration(f) && supersedes <= f.generation) return undefined
+  const named = supersedes === undefined ? "names no generation it supersedes and proposes an earlier generation's call again" : `supersedes generation ${supersedes}`
   return conflict(
     "superseded",
     `held call ${f.held_id} is at generation ${f.generation} with another call; this proposal ${named}. An edit sets payload.supersedes to the current generation`

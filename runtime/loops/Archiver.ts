@@ -1,0 +1,47 @@
+import { Effect, Schedule } from "effect"
+import { KernelConfig } from "../KernelConfig.js"
+import { archiveCalls, scanOldCalls } from "../ledger/Archive.js"
+import { acquireLease, releaseLease } from "../ledger/Leases.js"
+
+/** One kernel at a time archives (a lease in `wk_leases`); the others skip the pass. */
+const ArchiverLease = "archiver"
+
+/**
+ * One archive pass: scans `WK_EVENTS` from where the last pass stopped for calls stored before
+ * now minus `archiveAfterMs`, and archives the quiescent ones (runtime/ledger/Archive.ts), a batch
+ * per object, until the scan reaches newer messages or `maxBatches` objects were written.
+ * Returns the records written.
+ */
+export const makeArchivePass = Effect.gen(function* () {
+  const { owner, retention } = yield* KernelConfig
+  let from = 0
+  return (maxBatches = 20) =>
+    Effect.gen(function* () {
+      const written = []
+      const cutoff = Date.now() - retention.archiveAfterMs
+      for (let i = 0; i < maxBatches; i++) {
+        const scan = yield* scanOldCalls(from, cutoff, retention.archiveBatch)
+        from = scan.next
+        const record = scan.ids.length === 0 ? null : yield* archiveCalls(scan.ids, cutoff, owner)
+        if (record !== null) written.push(record)
+        if (scan.next === 0) break
+      }
+      return written
+    })
+})
+
+/** Runs archive passes every `archiveIntervalMs` under the archiver lease, until the scope closes. */
+export const runArchiver = Effect.gen(function* () {
+  const { owner, retention } = yield* KernelConfig
+  if (retention.archiveAfterMs <= 0) return
+  const pass = yield* makeArchivePass
+  const once = Effect.gen(function* () {
+    const ttl = Math.max(60_000, retention.archiveIntervalMs)
+    const taken = yield* acquireLease(ArchiverLease, owner, ttl, Date.now())
+    if (!("lease" in taken)) return
+    yield* pass().pipe(Effect.ensuring(releaseLease(taken.lease).pipe(Effect.ignore)))
+  }).pipe(
+    Effect.catchAll((e) => Effect.sync(() => console.error(`wk: archive pass failed: ${e.message}`)))
+  )
+  yield* Effect.forkScoped(Effect.repeat(once, Schedule.spaced(`${Math.max(1, retention.archiveIntervalMs)} millis`)))
+})
