@@ -18,6 +18,9 @@ export interface CallOutcome {
   readonly endings: number
   /** A plugin decision of this call recorded a fault (the plugin failed closed). */
   readonly failClosed: boolean
+  /** When the call expires (ms since the epoch), and when its first end was recorded (null: open). */
+  readonly expiresAt: number
+  readonly endedAt: number | null
 }
 
 export interface StreamOutcomes {
@@ -27,21 +30,21 @@ export interface StreamOutcomes {
 
 /** Folds every held call in WK_EVENTS with the kernel's own reducer, counting how each ended. */
 export const readOutcomes = async (nc: NatsConnection): Promise<StreamOutcomes> => {
-  const facts = new Map<string, { f: HeldCallFacts; endings: number; failClosed: boolean }>()
+  const facts = new Map<string, { f: HeldCallFacts; endings: number; failClosed: boolean; endedAt: number | null }>()
   for (const m of await readAll(nc)) {
     if (m.subject === Subjects.policyEvents) continue
     const event = decodeEvent(m.body)
-    const cur = facts.get(event.held_id) ?? { f: initialFacts(event.held_id), endings: 0, failClosed: false }
+    const cur = facts.get(event.held_id) ?? { f: initialFacts(event.held_id), endings: 0, failClosed: false, endedAt: null }
     const next = evolve(cur.f, { seq: m.seq, event })
     const ended = cur.f.lifecycle === "open" && next.lifecycle !== "open"
     const changedEnd = cur.f.lifecycle !== "open" && next.lifecycle !== cur.f.lifecycle
     const fault = event.type === "call.adjudicated" && event.decisions.some((d) => typeof (d.output as { fault?: unknown } | null)?.fault === "string")
-    facts.set(event.held_id, { f: next, endings: cur.endings + (ended || changedEnd ? 1 : 0), failClosed: cur.failClosed || fault })
+    facts.set(event.held_id, { f: next, endings: cur.endings + (ended || changedEnd ? 1 : 0), failClosed: cur.failClosed || fault, endedAt: cur.endedAt ?? (ended ? Date.parse(event.at) : null) })
   }
   const calls = new Map<string, CallOutcome>()
   const open: Array<string> = []
-  for (const [heldId, { f, endings, failClosed }] of facts) {
-    calls.set(heldId, { tool: f.spec?.tool ?? "?", outcome: f.lifecycle, endings, failClosed })
+  for (const [heldId, { f, endings, failClosed, endedAt }] of facts) {
+    calls.set(heldId, { tool: f.spec?.tool ?? "?", outcome: f.lifecycle, endings, failClosed, expiresAt: f.spec === null ? Number.NaN : Date.parse(f.spec.expires_at), endedAt })
     if (f.lifecycle === "open") open.push(heldId)
   }
   return { calls, open }

@@ -12,6 +12,7 @@ import { HostileWindows } from "./HostileWindows.js"
 import { KernelPool } from "./KernelPool.js"
 import { readOutcomes, type StreamOutcomes } from "./Outcomes.js"
 import { prng, retrying } from "./Retry.js"
+import { Subjects } from "../../runtime/schema/Subjects.js"
 import type { Topology } from "./Topology.js"
 
 export interface SoakOptions {
@@ -29,6 +30,14 @@ export interface SoakOptions {
   /** Mean time between hostile-plugin windows (0: none), and how long each stays pinned. */
   readonly hostileEveryMs: number
   readonly hostileWindowMs: number
+  /** Mean time between tool outages (the bank stops serving; 0: none), and how long each lasts. */
+  readonly toolOutageEveryMs?: number
+  readonly toolOutageForMs?: number
+  /** Chance that a witness sends the same signed approval again a little later (across kernel kills). */
+  readonly witnessRetryChance?: number
+  /** How long a held call may wait before it expires, and how late after that it may still end. */
+  readonly heldTtlMs?: number
+  readonly endGraceMs?: number
   /** Hard bound on the whole run. */
   readonly deadlineMs: number
   readonly seed: number
@@ -53,7 +62,7 @@ export interface SoakReport {
   readonly duration_ms: number
   readonly calls: { readonly total: number; readonly allow: number; readonly deny: number; readonly held: number; readonly policy_changes: number }
   readonly outcomes: Record<string, number>
-  readonly faults: { readonly kernel_kills: number; readonly kills_after_effect: number; readonly nats_faults: number; readonly hostile_windows: number; readonly fail_closed_decisions: number }
+  readonly faults: { readonly kernel_kills: number; readonly kills_after_effect: number; readonly nats_faults: number; readonly hostile_windows: number; readonly fail_closed_decisions: number; readonly tool_outages: number; readonly witness_resends: number }
   readonly recoveries: number
   readonly effects: number
   readonly completed_transfers: number
@@ -90,10 +99,13 @@ export const runSoak = async (o: SoakOptions): Promise<SoakReport> => {
   const deadline = t0 + o.deadlineMs
   const random = prng(o.seed)
   const problems: Array<string> = []
-  const profile = testProfile()
+  const heldTtlMs = o.heldTtlMs ?? 120_000
+  const endGraceMs = o.endGraceMs ?? 30_000
+  const profile = testProfile({ held_ttl_ms: heldTtlMs })
   const pool = new KernelPool(o.kernels, o.topology.kernelServers, profileDir([profile]), {
     WK_LEASE_MS: "1500",
     WK_TOOL_TIMEOUT_MS: "1000",
+    WK_SWEEP_MS: "2000",
     WK_REPLICAS: String(o.topology.replicas)
   }, o.log)
   const conns: Array<NatsConnection> = []
@@ -105,6 +117,8 @@ export const runSoak = async (o: SoakOptions): Promise<SoakReport> => {
   }
   let killsAfterEffect = 0
   let natsFaults = 0
+  let toolOutages = 0
+  let witnessResends = 0
   let stopFaults = false
   const faultLoops: Array<Promise<void>> = []
   try {
@@ -123,7 +137,9 @@ export const runSoak = async (o: SoakOptions): Promise<SoakReport> => {
           for (const slot of pool.live()) pool.crash(slot, 500 + random() * 1500)
         }
       }
-    }).serve(await conn("bank"))
+    })
+    const bankConn = await conn("bank")
+    bank.serve(bankConn)
     const kernelConn = await conn("kernel")
     const witnessConn = await conn("witness")
     const agentConns = await Promise.all(Array.from({ length: Math.min(o.agents, 4) }, () => conn("agent")))
@@ -152,6 +168,13 @@ export const runSoak = async (o: SoakOptions): Promise<SoakReport> => {
       natsFaults++
       o.log(await o.topology.fault())
     })
+    // A tool outage: nobody serves the bank's subjects for a while (requests reach no one).
+    every(o.toolOutageEveryMs ?? 0, async () => {
+      toolOutages++
+      bank.stop()
+      await new Promise((r) => setTimeout(r, o.toolOutageForMs ?? 1500))
+      bank.serve(bankConn)
+    })
     let windowNo = 0
     every(o.hostileEveryMs, async () => {
       const k = windowNo++
@@ -174,13 +197,25 @@ export const runSoak = async (o: SoakOptions): Promise<SoakReport> => {
           continue
         }
         await new Promise((r) => setTimeout(r, random() * 200))
-        const r = await retrying(`attest ${p.heldId}`, async () => {
-          const a = await carol.attest({ held_id: p.heldId, generation: p.generation, call_digest: p.callDigest, contract_digest: p.contractDigest, class: "human", decision: "approve" })
+        // A witness retries exactly the bytes it signed (a kernel may have died after recording them).
+        const now = Date.now()
+        const bytes = new TextEncoder().encode(JSON.stringify(carol.sign({
+          op: "attest", held_id: p.heldId, generation: p.generation, call_digest: p.callDigest, contract_digest: p.contractDigest, class: "human", decision: "approve",
+          issued_at: new Date(now).toISOString(), expires_at: new Date(now + 10 * 60_000).toISOString(), nonce: `soak-${p.heldId}`
+        })))
+        const send = () => retrying(`attest ${p.heldId}`, async () => {
+          const a = await carol.request<{ status: number; reason?: string }>(Subjects.attest, bytes)
           if (a.status === 202 || a.status === 200 || a.status === 409) return a
           if (a.status === 422) throw new Error(`attestation refused: ${a.reason}`)
           return undefined
-        }, deadline).catch((e) => (problems.push(String(e)), undefined))
+        }, deadline)
+        const r = await send().catch((e) => (problems.push(String(e)), undefined))
         if (r !== undefined) p.approved(Date.now())
+        if (r !== undefined && random() < (o.witnessRetryChance ?? 0)) {
+          witnessResends++
+          await new Promise((r) => setTimeout(r, random() * 2000))
+          await send().catch((e) => void problems.push(String(e)))
+        }
       }
     }
 
@@ -245,6 +280,10 @@ export const runSoak = async (o: SoakOptions): Promise<SoakReport> => {
     }
     for (const [heldId, c] of byHeld) if (c.endings > 1) problems.push(`call ${heldId} ended ${c.endings} times`)
     for (const h of outcomes.open) problems.push(`call ${h} never reached a final outcome`)
+    // Every call ends within its expiry plus the grace period, whatever faults it met.
+    for (const [heldId, c] of byHeld) {
+      if (c.endedAt !== null && c.endedAt > c.expiresAt + endGraceMs) problems.push(`call ${heldId} ended ${c.endedAt - c.expiresAt} ms after its expiry (grace ${endGraceMs} ms)`)
+    }
     // Denials of calls that policy allows or holds must come from a hostile plugin failing closed.
     for (const rec of records) {
       const c = byHeld.get(rec.heldId)
@@ -275,7 +314,7 @@ export const runSoak = async (o: SoakOptions): Promise<SoakReport> => {
       duration_ms: Date.now() - t0,
       calls: { total: records.length, allow: count("allow"), deny: count("deny"), held: count("held"), policy_changes: [...byHeld.values()].filter((c) => c.tool === "kernel_policy_apply").length },
       outcomes: outcomeCounts,
-      faults: { kernel_kills: pool.crashes, kills_after_effect: killsAfterEffect, nats_faults: natsFaults, hostile_windows: windows.opened, fail_closed_decisions: [...byHeld.values()].filter((c) => c.failClosed).length },
+      faults: { kernel_kills: pool.crashes, kills_after_effect: killsAfterEffect, nats_faults: natsFaults, hostile_windows: windows.opened, fail_closed_decisions: [...byHeld.values()].filter((c) => c.failClosed).length, tool_outages: toolOutages, witness_resends: witnessResends },
       recoveries: pool.recoveries,
       effects: bank.effects,
       completed_transfers: completedTransfers,

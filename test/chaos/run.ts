@@ -17,6 +17,11 @@ The soak with faults (loopback only, bounded in time and count). Options:
   --nats-every MS        mean time between NATS faults (default 15000; 0: none)
   --hostile-every MS     mean time between hostile-plugin windows (default 30000; 0: none)
   --hostile-for MS       how long each hostile plugin stays pinned (default 1000)
+  --tool-outage-every MS mean time between tool outages, the bank unsubscribed (default 8000; 0: none)
+  --tool-outage-for MS   how long each tool outage lasts (default 1500)
+  --witness-retry P      percent of approvals a witness sends again, same bytes, a little later (default 30)
+  --held-ttl MS          how long a held call waits before it expires (default 120000)
+  --end-grace MS         how late after its expiry a call may still end (default 30000)
   --cluster              a 3-node NATS JetStream cluster instead of one server
   --deadline S           hard bound on the run in seconds (default 900)
   --seed N               the mix of calls and faults (default: from the clock)
@@ -40,6 +45,8 @@ const parsed = (() => {
         agents: { type: "string" }, calls: { type: "string" }, kernels: { type: "string" }, witnesses: { type: "string" },
         "kill-every": { type: "string" }, "kill-after-effect": { type: "string" }, "nats-every": { type: "string" },
         "hostile-every": { type: "string" }, "hostile-for": { type: "string" }, cluster: { type: "boolean" },
+        "tool-outage-every": { type: "string" }, "tool-outage-for": { type: "string" }, "witness-retry": { type: "string" },
+        "held-ttl": { type: "string" }, "end-grace": { type: "string" },
         deadline: { type: "string" }, seed: { type: "string" }, out: { type: "string" }, help: { type: "boolean", short: "h" }
       }
     }).values
@@ -78,6 +85,11 @@ try {
     natsFaultEveryMs: int("nats-every", parsed["nats-every"], 15_000),
     hostileEveryMs: int("hostile-every", parsed["hostile-every"], 30_000),
     hostileWindowMs: int("hostile-for", parsed["hostile-for"], 1000),
+    toolOutageEveryMs: int("tool-outage-every", parsed["tool-outage-every"], 8000),
+    toolOutageForMs: int("tool-outage-for", parsed["tool-outage-for"], 1500),
+    witnessRetryChance: Math.min(100, int("witness-retry", parsed["witness-retry"], 30)) / 100,
+    heldTtlMs: Math.max(1000, int("held-ttl", parsed["held-ttl"], 120_000)),
+    endGraceMs: int("end-grace", parsed["end-grace"], 30_000),
     deadlineMs: int("deadline", parsed.deadline, 900) * 1000,
     seed: int("seed", parsed.seed, Date.now() % 2 ** 31),
     log
@@ -95,6 +107,8 @@ const rows: Array<[string, string]> = [
   ["outcomes", Object.entries(report.outcomes).map(([k, v]) => `${k} ${v}`).join(", ")],
   ["kernel SIGKILLs (after effect)", `${report.faults.kernel_kills} (${report.faults.kills_after_effect} rounds)`],
   ["NATS faults", String(report.faults.nats_faults)],
+  ["tool outages", String(report.faults.tool_outages)],
+  ["witness re-sends (same bytes)", String(report.faults.witness_resends)],
   ["hostile plugin windows", `${report.faults.hostile_windows} (${report.faults.fail_closed_decisions} calls failed closed)`],
   ["kernel recoveries", String(report.recoveries)],
   ["client retries", String(report.client_retries)],
