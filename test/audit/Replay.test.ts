@@ -102,7 +102,8 @@ describe("wk audit replay over real histories", () => {
   it("passes every check with the auditor's read-only credentials", async () => {
     const r = await eventually(async () => {
       const x = await replayAs(nats.servers, "auditor")
-      return x.projection !== null && x.projection.lagging === 0 && x.projection.missing === 0 ? x : undefined
+      // the projection is written after each reply: wait until it holds all nine calls
+      return x.held_calls === 9 && x.projection !== null && x.projection.matched === 9 && x.projection.lagging === 0 && x.projection.missing === 0 ? x : undefined
     }, 40_000)
     expect(failedChecks(r), JSON.stringify(r.checks.filter((c) => c.status === "failed"), null, 1)).toEqual([])
     expect(r.ok).toBe(true)
