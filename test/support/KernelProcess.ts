@@ -22,9 +22,12 @@ export const profileDir = (profiles: ReadonlyArray<Profile>): string => {
   return dir
 }
 
-/** Starts `wk kernel` as its own OS process against a NATS server; resolves when it is ready. */
+// A loaded machine can take tens of seconds to start a process that loads Effect and the plugin host.
+const StartTimeoutMs = 90_000
+
+/** Starts `wk kernel` as its own OS process (through the `wk` binary: the compiled build when it is fresh) against a NATS server; resolves when it is ready. */
 export const startKernelProcess = async (servers: string, profilesPath: string, env: Record<string, string> = {}, nodeArgs: ReadonlyArray<string> = []): Promise<KernelProcess> => {
-  const child = spawn(process.execPath, [...nodeArgs, "--disable-warning=ExperimentalWarning", "--import", "tsx", join(repoRoot, "runtime/cli/main.ts"), "kernel", "--dev", "--profiles", profilesPath], {
+  const child = spawn(process.execPath, [...nodeArgs, "--disable-warning=ExperimentalWarning", join(repoRoot, "runtime/cli/wk.mjs"), "kernel", "--dev", "--profiles", profilesPath], {
     cwd: repoRoot,
     env: { ...process.env, NATS_URL: `nats://kernel:kernel-dev@${servers}`, ...env },
     stdio: ["ignore", "pipe", "pipe"]
@@ -36,8 +39,8 @@ export const startKernelProcess = async (servers: string, profilesPath: string, 
     // A kernel that is not ready in time is killed: left running, it would serve unaccounted for.
     const timer = setTimeout(() => {
       child.kill("SIGKILL")
-      reject(new Error(`kernel did not start in 30 s:\n${out}`))
-    }, 30_000)
+      reject(new Error(`kernel did not start in ${StartTimeoutMs / 1000} s:\n${out}`))
+    }, StartTimeoutMs)
     const check = () => {
       if (out.includes("Witness Kernel ready")) {
         clearTimeout(timer)
