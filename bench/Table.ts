@@ -6,23 +6,36 @@ export interface Row {
   readonly ratio: number
   readonly unit: string
   readonly target?: string
+  /** "met" / "not met" when the target is a ratio bound (`<= 1.5x`, `>= 0.3x`); "skipped: why" when nothing was measured. */
+  readonly verdict?: string
 }
 
-export const row = (figure: string, value: number, floor: number, unit: string, target?: string): Row => ({
-  figure,
-  value: round(value),
-  floor: round(floor),
-  ratio: floor === 0 ? 0 : round(value / floor),
-  unit,
-  ...(target ? { target } : {})
+export const row = (figure: string, value: number, floor: number, unit: string, target?: string): Row => {
+  const ratio = floor === 0 ? 0 : round(value / floor)
+  const verdict = target === undefined ? undefined : verdictOf(ratio, target)
+  return { figure, value: round(value), floor: round(floor), ratio, unit, ...(target ? { target } : {}), ...(verdict ? { verdict } : {}) }
+}
+
+/** A figure that could not be measured in this run, and why (a package or a server is not there). */
+export const skippedRow = (figure: string, unit: string, reason: string, target?: string): Row => ({
+  figure, value: 0, floor: 0, ratio: 0, unit, ...(target ? { target } : {}), verdict: `skipped: ${reason}`
 })
+
+/** Judges a ratio against a target of the form `<= 1.5x`, `>= 0.3x`, `< 1x` or `> 1x` (the first clause of it). */
+export const verdictOf = (ratio: number, target: string): string | undefined => {
+  const m = /^\s*(<=|>=|<|>)\s*([0-9.]+)x\b/.exec(target)
+  if (m === null) return undefined
+  const bound = Number(m[2])
+  const met = m[1] === "<=" ? ratio <= bound : m[1] === ">=" ? ratio >= bound : m[1] === "<" ? ratio < bound : ratio > bound
+  return met ? "met" : "not met"
+}
 
 const round = (x: number) => Math.round(x * 1000) / 1000
 
 /** Prints rows as a fixed-width table. */
 export const printTable = (rows: ReadonlyArray<Row>) => {
-  const head = ["figure", "value", "floor", "ratio", "unit", "target"]
-  const cells = rows.map((r) => [r.figure, String(r.value), String(r.floor), String(r.ratio), r.unit, r.target ?? ""])
+  const head = ["figure", "value", "floor", "ratio", "unit", "target", "verdict"]
+  const cells = rows.map((r) => (r.verdict?.startsWith("skipped") ? [r.figure, "-", "-", "-", r.unit, r.target ?? "", r.verdict] : [r.figure, String(r.value), String(r.floor), String(r.ratio), r.unit, r.target ?? "", r.verdict ?? ""]))
   const widths = head.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)))
   const line = (c: ReadonlyArray<string>) => c.map((x, i) => x.padEnd(widths[i]!)).join("  ")
   console.log(line(head))

@@ -4,17 +4,24 @@ import { jetstream } from "@nats-io/jetstream"
 import type { NatsConnection, Subscription } from "@nats-io/transport-node"
 import { repoRoot } from "../runtime/cli/Paths.js"
 import { BareAllowSubject, BareReleaseSubject, BareToolSubject } from "./bare-kernel.js"
+import { measureDbos } from "./dbos-workflow.js"
+import { floorAllowLatencies, floorAllowThroughput, floorReleaseLatencies, FloorToolSubject, startDurableFloor } from "./durable-floor.js"
 import { DemoBank } from "../runtime/executor/DemoBank.js"
 import { Subjects } from "../runtime/schema/Subjects.js"
 import { startTestNats, type TestNats } from "../test/support/TestNats.js"
 import { clientFor, connectAs, testProfile } from "../test/support/Principals.js"
 import { profileDir, startKernelProcess, type KernelProcess } from "../test/support/KernelProcess.js"
 import { pinOf } from "../test/support/Pins.js"
-import { median, note, percentile, printTable, row, type Row } from "./Table.js"
+import { median, note, percentile, printTable, row, skippedRow, type Row } from "./Table.js"
 import { cpuSeconds } from "./ProcessCpu.js"
 
-const Runs = Number(process.env["WK_BENCH_RUNS"] ?? 5)
-const PerRun = Number(process.env["WK_BENCH_PER_RUN"] ?? 200)
+/** WK_BENCH_QUICK=1: one run of few calls, to see every row produced in seconds (figures are noise). */
+const Quick = process.env["WK_BENCH_QUICK"] === "1"
+const Runs = Number(process.env["WK_BENCH_RUNS"] ?? (Quick ? 1 : 5))
+const PerRun = Number(process.env["WK_BENCH_PER_RUN"] ?? (Quick ? 20 : 200))
+/** Calls per throughput run (64 agents), and per warm-up. */
+const ThroughputCalls = Quick ? 200 : 2000
+const WarmupCalls = Quick ? 64 : 500
 const Payload = "x".repeat(300)
 /** Extra node flags for the kernel processes, e.g. WK_BENCH_KERNEL_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof". */
 const KernelNodeArgs = (process.env["WK_BENCH_KERNEL_NODE_ARGS"] ?? "").split(" ").filter((s) => s !== "")
@@ -56,6 +63,8 @@ interface Env {
   /** The floor's kernel process (bench/bare-kernel.ts) and the echo tool it calls, served here. */
   readonly bare: ChildProcess
   readonly bareTool: Subscription
+  /** The durable floor's process (bench/durable-floor.ts); its tool is the same echo (`bareTool`). */
+  readonly durable: ChildProcess
 }
 
 const startBareKernel = async (servers: string): Promise<ChildProcess> => {
@@ -85,7 +94,8 @@ const setup = async (): Promise<Env> => {
     kernels: [await startKernelProcess(nats.servers, profiles, {}, KernelNodeArgs)],
     profiles,
     bare: await startBareKernel(nats.servers),
-    bareTool: echo.subscribe(BareToolSubject, { callback: (_x, m) => void m.respond(m.data) })
+    bareTool: echo.subscribe(BareToolSubject, { callback: (_x, m) => void m.respond(m.data) }),
+    durable: await startDurableFloor(nats.servers)
   }
 }
 
@@ -142,6 +152,7 @@ const allowPath = async (e: Env, n: number): Promise<Array<number>> => {
 }
 
 const allowThroughput = async (e: Env, total: number, agents = 64): Promise<number> => {
+  if (total <= 0) return 0
   const alice = clientFor(e.agent, "agent:alice")
   let left = total
   const t0 = performance.now()
@@ -216,60 +227,103 @@ const repeated = async (f: () => Promise<Array<number>>, cpuPid?: number) => {
   return { p50: median(p50s), p99: median(p99s), cpuMsPerSample: (cpu / Math.max(1, samples)) * 1000 }
 }
 
+/**
+ * DBOS on the same box, same tool, same sizes: its figures next to the durable floor's, and the
+ * kernel's next to DBOS's (target: ahead of it). "skipped" with the reason when the package or
+ * the PostgreSQL server is not there (WK_BENCH_DBOS=0 skips it on purpose).
+ */
+const dbosRows = async (e: Env, allowP50: number, allowRate: number, floorP50: number, floorRate: number): Promise<Array<Row>> => {
+  const figures = ["DBOS workflow (1 step: the tool) p50 vs durable floor", "DBOS throughput, 64 agents, vs durable floor's", "ALLOW p50 vs DBOS p50", "ALLOW throughput, 64 agents, vs DBOS's"] as const
+  const skippedAll = (why: string) => [skippedRow(figures[0], "ms", why), skippedRow(figures[1], "calls/s", why), skippedRow(figures[2], "ms", why, "< 1x"), skippedRow(figures[3], "calls/s", why, "> 1x")]
+  if (process.env["WK_BENCH_DBOS"] === "0") return skippedAll("WK_BENCH_DBOS=0")
+  const outcome = await measureDbos({ nc: e.floorClient, toolSubject: BareToolSubject, payload: Payload, runs: Runs, perRun: PerRun, total: ThroughputCalls }).catch((err: unknown) => ({ skipped: `DBOS failed: ${err instanceof Error ? err.message : String(err)}` }))
+  if ("skipped" in outcome) return skippedAll(outcome.skipped)
+  const { latencies, rates, succeeded, ran } = outcome.figures
+  if (succeeded !== ran) throw new Error(`DBOS bench: ${ran} workflows ran, ${succeeded} recorded as SUCCESS`)
+  const p50 = median(latencies.map(median))
+  const rate = median(rates)
+  note("DBOS p99 (sequential)", median(latencies.map((xs) => percentile(xs, 0.99))), "ms")
+  return [
+    row(figures[0], p50, floorP50, "ms"),
+    row(figures[1], rate, floorRate, "calls/s"),
+    row(figures[2], allowP50, p50, "ms", "< 1x"),
+    row(figures[3], allowRate, rate, "calls/s", "> 1x")
+  ]
+}
+
 export const runKernelPathBench = async (): Promise<Array<Row>> => {
+  if (FloorToolSubject !== BareToolSubject) throw new Error("the floors must call the same echo tool")
   const e = await setup()
   try {
-    const floor = await repeated(() => allowFloor(e, PerRun))
-    note("ALLOW floor from one process (no kernel or tool process hop), p50", (await repeated(() => oneProcessFloor(e, PerRun, AllowEvents, false))).p50, "ms")
+    const releases = Math.max(Quick ? 10 : 20, PerRun / 4)
+    // The floor: the minimal durable work of an ALLOW call (two CAS'd commits, the wake, the tool, the reply).
+    const floor = await repeated(() => floorAllowLatencies(e.floorClient, PerRun, Payload), e.durable.pid ?? 0)
+    note("durable floor process CPU per sequential ALLOW call", floor.cpuMsPerSample, "ms")
+    const bare = await repeated(() => allowFloor(e, PerRun))
+    note("earlier ALLOW floor (bare kernel: tool + 6 appends awaited one by one), p50", bare.p50, "ms")
+    note("earlier ALLOW floor from one process (no kernel or tool process hop), p50", (await repeated(() => oneProcessFloor(e, PerRun, AllowEvents, false))).p50, "ms")
     const allow = await repeated(() => allowPath(e, PerRun), e.kernels[0]!.pid)
     note("kernel CPU per sequential ALLOW call", allow.cpuMsPerSample, "ms")
-    const rFloor = await repeated(() => releaseFloor(e, Math.max(20, PerRun / 4)))
-    note("release floor from one process, p50", (await repeated(() => oneProcessFloor(e, Math.max(20, PerRun / 4), ReleaseEvents, true))).p50, "ms")
-    const release = await repeated(() => heldRelease(e, Math.max(20, PerRun / 4)), e.kernels[0]!.pid)
+    const rFloor = await repeated(() => floorReleaseLatencies(e.floorClient, releases, Payload))
+    note("earlier release floor (bare kernel: tool + 7 appends + session publish), p50", (await repeated(() => releaseFloor(e, releases))).p50, "ms")
+    note("earlier release floor from one process, p50", (await repeated(() => oneProcessFloor(e, releases, ReleaseEvents, true))).p50, "ms")
+    const release = await repeated(() => heldRelease(e, releases), e.kernels[0]!.pid)
     note("kernel CPU per held call (propose, hold, attest, release)", release.cpuMsPerSample, "ms")
     const rates: Array<number> = []
     const pubRates: Array<number> = []
-    await allowThroughput(e, 500)
+    const floorRates: Array<number> = []
+    await allowThroughput(e, WarmupCalls)
+    await floorAllowThroughput(e.floorClient, WarmupCalls, Payload)
     // CPU per call of each process during the one-kernel throughput runs: what bounds the rate.
     const kernelPid = e.kernels[0]!.pid
-    const cpu = { kernel: 0, nats: 0, client: 0, calls: 0 }
+    const cpu = { kernel: 0, nats: 0, client: 0, calls: 0, floor: 0, floorNats: 0 }
     for (let r = 0; r < Runs; r++) {
-      pubRates.push(await publishRate(e, 10_000))
+      pubRates.push(await publishRate(e, Quick ? 1000 : 10_000))
+      const f0 = cpuSeconds(e.durable.pid ?? 0), fn0 = cpuSeconds(e.nats.pid)
+      floorRates.push(await floorAllowThroughput(e.floorClient, ThroughputCalls, Payload))
+      cpu.floor += cpuSeconds(e.durable.pid ?? 0) - f0
+      cpu.floorNats += cpuSeconds(e.nats.pid) - fn0
       const k0 = cpuSeconds(kernelPid), n0 = cpuSeconds(e.nats.pid), c0 = process.cpuUsage()
-      rates.push(await allowThroughput(e, 2000))
+      rates.push(await allowThroughput(e, ThroughputCalls))
       const c1 = process.cpuUsage(c0)
       cpu.kernel += cpuSeconds(kernelPid) - k0
       cpu.nats += cpuSeconds(e.nats.pid) - n0
       cpu.client += (c1.user + c1.system) / 1e6
-      cpu.calls += 2000
+      cpu.calls += ThroughputCalls
     }
     const oneKernel = median(rates)
+    note("earlier ALLOW throughput floor (JetStream publish rate, 1,000 in flight / 6 events)", median(pubRates) / AllowEvents, "calls/s")
     note("kernel CPU per ALLOW call, 64 agents", (cpu.kernel / cpu.calls) * 1000, "ms")
     note("nats-server CPU per ALLOW call, 64 agents", (cpu.nats / cpu.calls) * 1000, "ms")
     note("bench client CPU per ALLOW call (64 agents, signing)", (cpu.client / cpu.calls) * 1000, "ms")
+    note("durable floor process CPU per ALLOW call, 64 agents", (cpu.floor / cpu.calls) * 1000, "ms")
+    note("nats-server CPU per durable floor call, 64 agents", (cpu.floorNats / cpu.calls) * 1000, "ms")
+    const dbos = await dbosRows(e, allow.p50, oneKernel, floor.p50, median(floorRates))
     e.kernels.push(await startKernelProcess(e.nats.servers, e.profiles, {}, KernelNodeArgs))
-    await allowThroughput(e, 500)
+    await allowThroughput(e, WarmupCalls)
     const twoRates: Array<number> = []
     const two = { kernels: 0, calls: 0 }
     for (let r = 0; r < Runs; r++) {
       const k0 = e.kernels.reduce((t, k) => t + cpuSeconds(k.pid), 0)
-      twoRates.push(await allowThroughput(e, 2000))
+      twoRates.push(await allowThroughput(e, ThroughputCalls))
       two.kernels += e.kernels.reduce((t, k) => t + cpuSeconds(k.pid), 0) - k0
-      two.calls += 2000
+      two.calls += ThroughputCalls
     }
     note("kernel CPU per ALLOW call, two kernels (sum)", (two.kernels / two.calls) * 1000, "ms")
     return [
-      row("ALLOW propose->200 p50 (3 wasm + admission)", allow.p50, floor.p50, "ms", "<= 1.3x"),
-      row("ALLOW propose->200 p99 (3 wasm + admission)", allow.p99, floor.p99, "ms", "<= 2x"),
-      row("ALLOW throughput, 64 agents", oneKernel, median(pubRates) / AllowEvents, "calls/s", ">= 0.5x"),
-      row("held release: attest -> delivered p50", release.p50, rFloor.p50, "ms", "<= 1.5x and < 5 ms"),
-      row("two kernel processes vs one, ALLOW throughput", median(twoRates), oneKernel, "calls/s", ">= 1.6x")
+      row("ALLOW propose->200 p50 vs durable floor (2 commits + wake, tool, reply)", allow.p50, floor.p50, "ms", "<= 1.5x"),
+      row("ALLOW propose->200 p99 vs durable floor p99", allow.p99, floor.p99, "ms"),
+      row("ALLOW throughput, 64 agents, vs durable floor's", oneKernel, median(floorRates), "calls/s", ">= 0.3x"),
+      row("held release: attest -> delivered p50 vs floor (2 commits + wake, tool, delivery)", release.p50, rFloor.p50, "ms", "<= 2x"),
+      row("two kernel processes vs one, ALLOW throughput", median(twoRates), oneKernel, "calls/s", ">= 1.6x"),
+      ...dbos
     ]
   } finally {
     // SIGINT, so that a --cpu-prof profile is written
     await Promise.all(e.kernels.map((k) => k.stop()))
     e.bareTool.unsubscribe()
     e.bare.kill("SIGKILL")
+    e.durable.kill("SIGKILL")
     e.bank.stop()
     await Promise.all([e.agent, e.witness, e.kernelConn, e.floorClient, e.tool, e.echo].map((c) => c.close()))
     await e.nats.dispose()

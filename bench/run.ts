@@ -12,7 +12,9 @@ import { notes, printNotes, printTable, type Row } from "./Table.js"
 /**
  * `npm run bench`: every figure next to its floor, measured in the same run. Select with
  * WK_BENCH_ONLY=cli,kernel,hostile,plugin,audit,memory; sizes with WK_BENCH_RUNS, WK_BENCH_PER_RUN,
- * WK_BENCH_PARKED (default 100,000 parked calls: that part takes minutes).
+ * WK_BENCH_PARKED (default 100,000 parked calls: that part takes minutes). WK_BENCH_QUICK=1 runs the
+ * kernel suite once with few calls, to see its rows produced (figures are noise); WK_BENCH_DBOS=0
+ * skips the DBOS rows (they need `@dbos-inc/dbos-sdk` and PostgreSQL on 127.0.0.1:5432).
  */
 const suites: ReadonlyArray<readonly [string, () => Promise<Array<Row>>]> = [
   ["cli", runCliStartBench],

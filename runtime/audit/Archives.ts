@@ -1,11 +1,10 @@
 import { Effect, Either, Schema } from "effect"
 import { gunzipSync } from "node:zlib"
-import { Objm, type ObjectStore } from "@nats-io/obj"
-import { Nats } from "../ledger/Nats.js"
+import type { Nats } from "../ledger/Nats.js"
+import { openObjectReader, type ObjectReader } from "../ledger/ObjectReader.js"
 import { ArchiveRecord, decodeArchiveLines } from "../schema/Archive.js"
 import { sha256Hex } from "../schema/Canonical.js"
 import type { Violation } from "./AuditReport.js"
-import { auditError } from "./AuditError.js"
 import type { RawMessage } from "./StreamReader.js"
 import { readSubject } from "./StreamReader.js"
 
@@ -28,9 +27,9 @@ export interface ArchivedEvents {
  * checks its SHA-256 against the record, decompresses it and checks that it holds exactly the
  * sequences and subjects the record lists. An archive that is missing, altered or inconsistent
  * is a violation of the `archive` check naming the object and each call it holds; its events
- * are then not used.
+ * are then not used. With `only`, just the archives holding that held call are fetched.
  */
-export const readArchives = (stream: string, prefix: string): Effect.Effect<ArchivedEvents, never, Nats> =>
+export const readArchives = (stream: string, prefix: string, only?: string): Effect.Effect<ArchivedEvents, never, Nats> =>
   Effect.gen(function* () {
     const violations: Array<Violation> = []
     const byHeld = new Map<string, Map<number, RawMessage>>()
@@ -48,18 +47,18 @@ export const readArchives = (stream: string, prefix: string): Effect.Effect<Arch
       else violations.push({ check: "archive", held_id: "_archive", seqs: [m.seq], message: `an archive record does not decode: ${r.left.message.slice(0, 200)}` })
     }
     for (const r of records) for (const c of r.calls) for (const s of c.seqs) seqs.add(s)
-    const stores = new Map<string, ObjectStore | string>()
+    const stores = new Map<string, ObjectReader | string>()
     const open = (bucket: string) =>
       Effect.gen(function* () {
         const hit = stores.get(bucket)
         if (hit !== undefined) return hit
-        const { nc } = yield* Nats
-        const os = yield* Effect.either(Effect.tryPromise({ try: () => new Objm(nc).open(bucket), catch: auditError(`open object store ${bucket}`) }))
+        const os = yield* Effect.either(openObjectReader(bucket))
         const v = Either.isRight(os) ? os.right : os.left.message
         stores.set(bucket, v)
         return v
       })
     for (const r of records) {
+      if (only !== undefined && !r.calls.some((c) => c.held_id === only)) continue
       const name = `${r.bucket}/${r.object}`
       const bad = (message: string) => {
         for (const c of r.calls) violations.push({ check: "archive", held_id: c.held_id, seqs: [r.seq], message: `archive ${name} (${r.archive_id}): ${message}` })
@@ -69,7 +68,7 @@ export const readArchives = (stream: string, prefix: string): Effect.Effect<Arch
         bad(`cannot be read: ${os}`)
         continue
       }
-      const bytes = yield* Effect.either(Effect.tryPromise({ try: () => os.getBlob(r.object), catch: auditError(`read ${name}`) }))
+      const bytes = yield* Effect.either(os.get(r.object))
       if (Either.isLeft(bytes)) {
         bad(`cannot be read: ${bytes.left.message}`)
         continue

@@ -26,7 +26,7 @@ const parseDelivery = (data: Uint8Array): typeof DeliveryBody.Type | undefined =
 
 /** The deliveries of some calls, or why they could not be read. */
 export type Deliveries =
-  | { readonly _tag: "read"; readonly byHeld: ReadonlyMap<string, ReadonlyArray<DeliveryMessage>> }
+  | { readonly _tag: "read"; readonly byHeld: ReadonlyMap<string, ReadonlyArray<DeliveryMessage>>; readonly from: number }
   | { readonly _tag: "skipped"; readonly note: string }
 
 /** Deliveries of the selected calls from the sessions stream; unreadable (permissions) is a skip, not an error. */
@@ -35,8 +35,13 @@ export const readDeliveries = (stream: string, calls: ReadonlyMap<string, unknow
     const layout = yield* Effect.either(streamLayout(stream))
     if (Either.isLeft(layout)) return { _tag: "skipped" as const, note: `cannot read ${stream}: ${layout.left.message}` }
     const byHeld = new Map<string, Array<DeliveryMessage>>()
+    // Only when the stream's head was removed (first sequence past 1) can deliveries have aged
+    // out: before its oldest message (or anything, when it holds none), absence proves nothing.
+    const aged = layout.right.firstSeq > 1
+    let from = aged ? Number.POSITIVE_INFINITY : Number.NEGATIVE_INFINITY
     const read = yield* Effect.either(
       readOrdered(stream, { fromSeq: layout.right.firstSeq }, layout.right.lastSeq, (m) => {
+        if (aged && from === Number.POSITIVE_INFINITY) from = m.time
         const d = parseDelivery(m.data)
         if (d === undefined || !calls.has(d.held_id)) return
         const list = byHeld.get(d.held_id) ?? []
@@ -45,6 +50,6 @@ export const readDeliveries = (stream: string, calls: ReadonlyMap<string, unknow
       })
     )
     if (Either.isLeft(read)) return { _tag: "skipped" as const, note: `cannot read ${stream}: ${read.left.message}` }
-    return { _tag: "read" as const, byHeld: byHeld as ReadonlyMap<string, ReadonlyArray<DeliveryMessage>> }
+    return { _tag: "read" as const, byHeld: byHeld as ReadonlyMap<string, ReadonlyArray<DeliveryMessage>>, from }
   })
 

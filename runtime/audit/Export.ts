@@ -10,6 +10,7 @@ import { AuditError, auditError } from "./AuditError.js"
 import { readDeliveries } from "./Deliveries.js"
 import { ExportFormat, type ExportDocument, type RegistryEpoch } from "./ExportDocument.js"
 import { readSubject, streamLayout } from "./StreamReader.js"
+import { readArchives } from "./Archives.js"
 import { activePolicy } from "../policy/ActivePolicy.js"
 
 export interface ExportOptions {
@@ -32,8 +33,15 @@ export const exportHeld = (options: ExportOptions): Effect.Effect<ExportDocument
   Effect.gen(function* () {
     const stream = options.stream ?? Streams.events
     const layout = yield* streamLayout(stream)
-    const raw = yield* readSubject(stream, `${layout.prefix}${options.held}`)
-    if (raw.length === 0) return yield* new AuditError({ operation: "export", message: `no events for ${options.held} in ${stream}` })
+    const hot = yield* readSubject(stream, `${layout.prefix}${options.held}`)
+    // An archived call's events come from its archive (only if the archive verifies); an event
+    // appended after archiving (a late acknowledgment) is still in the stream.
+    const archives = yield* readArchives(stream, layout.prefix, options.held)
+    const broken = archives.violations.find((v) => v.held_id === options.held)
+    if (broken !== undefined) return yield* new AuditError({ operation: "export", message: broken.message })
+    const archived = (archives.byHeld.get(options.held) ?? []).filter((a) => !hot.some((m) => m.seq === a.seq))
+    const raw = [...archived, ...hot].sort((a, b) => a.seq - b.seq)
+    if (raw.length === 0) return yield* new AuditError({ operation: "export", message: `no events for ${options.held} in ${stream} or its archives` })
     // Events exactly as stored (decoded only to validate them): nothing the kernel wrote is dropped.
     const events: Array<{ seq: number; event: SequencedEvent["event"] }> = []
     for (const m of raw) {

@@ -1,8 +1,10 @@
 import { Effect } from "effect"
-import { Objm } from "@nats-io/obj"
-import { Nats } from "../ledger/Nats.js"
+import { openObjectReader } from "../ledger/ObjectReader.js"
 import { sha256Hex } from "../schema/Canonical.js"
-import { auditError, type AuditError } from "./AuditError.js"
+import { AuditError } from "./AuditError.js"
+import type { LedgerError } from "../ledger/LedgerError.js"
+
+const asAuditError = (e: LedgerError) => new AuditError({ operation: e.operation, message: e.message, cause: e })
 
 /** What the object store holds under a digest: the bytes, none, or bytes of another digest. */
 export type PinnedWasm =
@@ -17,14 +19,14 @@ export type PinnedWasm =
  */
 export const makePinnedWasmLoader = (bucket: string) =>
   Effect.gen(function* () {
-    const { nc } = yield* Nats
-    const os = yield* Effect.tryPromise({ try: () => new Objm(nc).open(bucket), catch: auditError(`open object store ${bucket}`) })
+    const os = yield* openObjectReader(bucket).pipe(Effect.mapError(asAuditError))
     const cache = new Map<string, PinnedWasm>()
     return (sha256: string): Effect.Effect<PinnedWasm, AuditError> =>
       Effect.suspend(() => {
         const hit = cache.get(sha256)
         if (hit !== undefined) return Effect.succeed(hit)
-        return Effect.tryPromise({ try: () => os.getBlob(`wasm/${sha256}`), catch: auditError(`read wasm/${sha256} from ${bucket}`) }).pipe(
+        return os.get(`wasm/${sha256}`).pipe(
+          Effect.mapError(asAuditError),
           Effect.map((bytes): PinnedWasm => {
             if (bytes === null) return { kind: "absent" }
             const actual = sha256Hex(bytes)

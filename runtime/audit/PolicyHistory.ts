@@ -1,5 +1,5 @@
 import { activePolicy, type ActivePolicy } from "../policy/ActivePolicy.js"
-import type { PolicyApplied } from "../schema/PolicyApplied.js"
+import type { AppliedBy, PolicyApplied } from "../schema/PolicyApplied.js"
 
 /** How far apart a request's authentication and its event's `at` may be from a policy change. */
 export const DefaultRegistrySkewMs = 5_000
@@ -11,6 +11,8 @@ export interface PolicyEpoch {
   readonly policy: ActivePolicy
   /** Stream sequence of its `policy.applied` record (0 when given in memory). */
   readonly seq: number
+  /** What made it, as its record says (absent: profile files at start-up, or not recorded). */
+  readonly applied_by?: AppliedBy
 }
 
 /**
@@ -38,7 +40,7 @@ export const policyHistory = (records: ReadonlyArray<PolicyApplied & { readonly 
   const byNumber = new Map<number, PolicyEpoch>()
   for (const r of records) {
     if (byNumber.has(r.epoch)) continue
-    byNumber.set(r.epoch, { epoch: r.epoch, from: Date.parse(r.at), policy: activePolicy(r.epoch, r.profiles), seq: r.seq ?? 0 })
+    byNumber.set(r.epoch, { epoch: r.epoch, from: Date.parse(r.at), policy: activePolicy(r.epoch, r.profiles), seq: r.seq ?? 0, ...(r.applied_by !== undefined ? { applied_by: r.applied_by } : {}) })
   }
   const epochs = [...byNumber.values()].sort((a, b) => a.epoch - b.epoch)
   const around = (at: string): ReadonlyArray<PolicyEpoch> => {

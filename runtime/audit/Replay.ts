@@ -63,7 +63,7 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
     const fail = (held_id: string, seqs: ReadonlyArray<number>, message: string) => void streamViolations.push({ check: "stream", held_id, seqs: [...seqs], message })
     // Archived calls' events were purged from the stream: the gaps they leave are accounted for
     // by the archive records (and each archive is verified against its digest).
-    const archived = yield* readArchives(stream, layout.prefix)
+    const archived = yield* readArchives(stream, layout.prefix, "held" in selection ? selection.held : undefined)
     const archiveViolations: Array<Violation> = [...archived.violations]
     let hotArchived = 0
     const unarchived = (from: number, to: number) => unarchivedIn(archived.seqs, from, to)
@@ -186,7 +186,7 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
       },
       settleMs: options.settleMs ?? 30_000,
       verified: (seq) => verifier.verdict(seq),
-      ...(deliveries._tag === "read" ? { deliveries: deliveries.byHeld } : {})
+      ...(deliveries._tag === "read" ? { deliveries: deliveries.byHeld, deliveriesFrom: deliveries.from } : {})
     }
     // Calls whose verdicts are in are checked while the workers verify the rest; results are
     // tallied in stream order whatever order they were checked in.

@@ -3,7 +3,7 @@ import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/
 import { randomBytes } from "node:crypto"
 import { signEnvelope } from "../schema/EnvelopeSignature.js"
 import type { Envelope } from "../schema/Envelope.js"
-import type { JsonObject } from "../schema/Json.js"
+import type { JsonObject, JsonValue } from "../schema/Json.js"
 import type { WitnessRequest } from "../schema/Events.js"
 import { presentationDigest } from "../schema/Canonical.js"
 import { Subjects, Streams, inboxOptionOf } from "../schema/Subjects.js"
@@ -245,6 +245,31 @@ export class WitnessClient {
       ...(shown !== undefined ? { presentation_digest: presentationDigest(shown) } : {}),
       ...(reason !== undefined ? { reason } : {})
     })
+  }
+
+  /**
+   * Settles a call whose outcome is unknown: as a read-back witness (named by the contract or
+   * the tool's `readback_witnesses`) or a policy admin, says whether the effect happened.
+   */
+  async settle(heldId: string, decision: "effect_happened" | "no_effect", opts: { readonly result?: JsonValue; readonly reason?: string } = {}): Promise<{ status: number; disposition?: string; authority?: string; reason?: string; error?: ErrorReply["error"] }> {
+    const got = await this.get(heldId)
+    if (got.status !== 200 || got.held === undefined) throw new Error(`held.get ${heldId}: ${JSON.stringify(got)}`)
+    const now = Date.now()
+    return this.request(
+      Subjects.settle,
+      this.sign({
+        op: "settle",
+        held_id: heldId,
+        generation: got.held.generation,
+        call_digest: got.held.call_digest,
+        decision,
+        ...(opts.result !== undefined ? { result: opts.result } : {}),
+        ...(opts.reason !== undefined ? { reason: opts.reason } : {}),
+        issued_at: new Date(now).toISOString(),
+        expires_at: new Date(now + 10 * 60_000).toISOString(),
+        nonce: randomBytes(12).toString("hex")
+      })
+    )
   }
 
   cancel(heldId: string, reason = "cancelled by the agent"): Promise<{ status: number; lifecycle?: string; error?: ErrorReply["error"] }> {

@@ -1,16 +1,6 @@
 import type { NatsConnection, Subscription } from "@nats-io/transport-node"
 import { Subjects } from "../schema/Subjects.js"
-import type { DemoBankLedger } from "./DemoBankLedger.js"
-
-/** One applied transfer, as the bank remembers it under its idempotency key. */
-export interface Transfer {
-  readonly transfer_id: string
-  readonly from: string
-  readonly to: string
-  readonly amount: number
-  readonly balance_from: number
-  readonly balance_to: number
-}
+import type { DemoBankLedger, Transfer } from "./DemoBankLedger.js"
 
 export interface DemoBankOptions {
   /** Balance of an account the bank has not seen before. */

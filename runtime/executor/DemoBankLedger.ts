@@ -1,6 +1,15 @@
 import { Kvm, type KV } from "@nats-io/kv"
 import type { NatsConnection } from "@nats-io/transport-node"
-import type { Transfer } from "./DemoBank.js"
+
+/** One applied transfer, as the bank remembers it under its idempotency key. */
+export interface Transfer {
+  readonly transfer_id: string
+  readonly from: string
+  readonly to: string
+  readonly amount: number
+  readonly balance_from: number
+  readonly balance_to: number
+}
 
 /** Where the demo bank keeps its books, so a restart of the bank (or of `wk start`) resets nothing. */
 export interface DemoBankLedger {

@@ -5,7 +5,8 @@ import { acquireLease, releaseLease } from "../ledger/Leases.js"
 import { startWake } from "../ledger/Wakes.js"
 import { mayDispatch, type ReconcileContext } from "../heldcall/Reconciler.js"
 import { canonicalCall } from "../heldcall/Facts.js"
-import type { EffectDispatched, EffectOutcomeUnknown, EffectReadback, EffectRecorded, ExecutionLeased, HeldEvent } from "../schema/Events.js"
+import type { EffectDispatched, EffectOutcomeUnknown, EffectReadback, EffectRecorded, EffectResend, EffectUnreached, ExecutionLeased, HeldEvent } from "../schema/Events.js"
+import { PolicyStore } from "../policy/PolicyStore.js"
 import type { JsonValue } from "../schema/Json.js"
 import { eventOf, progress, requeue, type ActionResult } from "../loops/Actions.js"
 import { invokeTool, readbackTool } from "./ToolClient.js"
@@ -57,13 +58,20 @@ export const execute = (loaded: Loaded, ctx: () => ReconcileContext) =>
       eventOf<typeof EffectDispatched.Type>({ ...base, type: "effect.dispatched", event_id: `effect.dispatched:${heldId}:${key}:a${attempt}`, idempotency_key: key, attempt, owner: cfg.owner, lease_until: leaseUntil, policy_epoch: f.policy_epoch_checked })
     ])
     const outcome = yield* invokeTool(call.tool, heldId, key, call.args, cfg.toolTimeoutMs).pipe(Effect.either)
+    const unreachedCount = (f.unreached?.attempts ?? 0) + 1
     const event: HeldEvent =
       outcome._tag === "Right"
         ? recorded(heldId, f.generation, key, outcome.right.ok ? { ok: true, result: outcome.right.result } : { ok: false, error: outcome.right.error }, "dispatch")
-        : eventOf<typeof EffectOutcomeUnknown.Type>({ ...base, type: "effect.outcome_unknown", event_id: `effect.outcome_unknown:${heldId}:${key}:a${attempt}`, idempotency_key: key, reason: outcome.left._tag === "NoResponders" ? `no tool service answers ${call.tool}` : outcome.left.reason, needs_witness: false })
+        : outcome.left._tag === "NoResponders"
+          ? // Nobody subscribed: the request reached no one, so no effect happened. Try again later.
+            eventOf<typeof EffectUnreached.Type>({ ...base, type: "effect.unreached", event_id: `effect.unreached:${heldId}:${key}:a${attempt}`, idempotency_key: key, attempt, reason: `no tool service answers ${call.tool}`, retry_at: new Date(Date.now() + unreachedBackoffMs(unreachedCount)).toISOString() })
+          : eventOf<typeof EffectOutcomeUnknown.Type>({ ...base, type: "effect.outcome_unknown", event_id: `effect.outcome_unknown:${heldId}:${key}:a${attempt}`, idempotency_key: key, reason: outcome.left.reason, needs_witness: false })
     yield* recordSurely(dispatched, event)
     return progress
   })
+
+/** Retry backoff after a dispatch reached no tool service: 0.5 s, 1 s, 2 s ... capped at 30 s. */
+export const unreachedBackoffMs = (attempts: number): number => Math.min(30_000, 500 * 2 ** Math.max(0, attempts - 1))
 
 const recorded = (heldId: string, generation: number, key: string, r: { ok: true; result: JsonValue } | { ok: false; error: string }, via: "dispatch" | "readback") =>
   eventOf<typeof EffectRecorded.Type>({ held_id: heldId, generation, type: "effect.recorded", event_id: `effect.recorded:${heldId}:${key}`, idempotency_key: key, ...r, via })
@@ -115,8 +123,16 @@ export const resolve = (heldId: string) =>
       const rb = yield* readbackTool(tool, key, cfg.toolTimeoutMs).pipe(Effect.either)
       if (rb._tag === "Left") {
         if (rb.left._tag === "ToolUnanswered") return requeue(1000)
+        // No read-back: a tool its rule declares idempotent is sent the same request again.
+        const policy = yield* (yield* PolicyStore).current
+        if (policy.rules.get(tool)?.idempotent === true) {
+          yield* store.append(fresh, [
+            eventOf<typeof EffectResend.Type>({ ...base, type: "effect.resend", event_id: `effect.resend:${heldId}:${key}:a${attempt}`, idempotency_key: key, reason: `tool '${tool}' has no read-back and is declared idempotent: sent again under the same key` })
+          ])
+          return progress
+        }
         yield* store.append(fresh, [
-          eventOf<typeof EffectOutcomeUnknown.Type>({ ...base, type: "effect.outcome_unknown", event_id: `effect.outcome_unknown:${heldId}:${key}:a${attempt}:witness`, idempotency_key: key, reason: `tool '${tool}' has no read-back; a witness must settle whether the effect happened`, needs_witness: true })
+          eventOf<typeof EffectOutcomeUnknown.Type>({ ...base, type: "effect.outcome_unknown", event_id: `effect.outcome_unknown:${heldId}:${key}:a${attempt}:witness`, idempotency_key: key, reason: `tool '${tool}' has no read-back; a read-back witness or an admin must settle whether the effect happened`, needs_witness: true })
         ])
         return progress
       }

@@ -98,7 +98,8 @@ export const mayDispatch = (f: HeldCallFacts, ctx: ReconcileContext): boolean =>
   failedDependency(f) === undefined &&
   f.policy_epoch_checked === ctx.policyEpoch &&
   f.policy_epoch <= ctx.policyEpoch &&
-  Date.parse(f.spec.expires_at) > ctx.now &&
+  (f.resend === true || Date.parse(f.spec.expires_at) > ctx.now) &&
+  (f.unreached === undefined || Date.parse(f.unreached.retry_at) <= ctx.now) &&
   (f.verdict === "ALLOW" || (f.verdict === "REQUIRE_WITNESS" && f.active_rule !== null && outlookOf(f, ctx).status === "satisfied" && vetoOf(f, ctx) === undefined))
 
 /** A claiming worker may still be dispatching or recording: others wait for its lease to end. */
@@ -126,8 +127,12 @@ const nextLocalEvent = (f: HeldCallFacts, ctx: ReconcileContext, tag: string, at
   if (f.lifecycle !== "open") return null
   const base = { held_id: f.held_id, generation: f.generation, at }
   const id = (type: string) => `${type}:${f.held_id}:${tag}`
-  if (beforeDispatch(f) && Date.parse(f.spec.expires_at) <= ctx.now) {
-    return { ...base, type: "call.expired", event_id: id("call.expired") }
+  // An idempotent re-send is owed even past expiry: the first send may have applied the effect.
+  if (beforeDispatch(f) && f.resend !== true && Date.parse(f.spec.expires_at) <= ctx.now) {
+    const unreached = f.unreached
+    return unreached === undefined
+      ? { ...base, type: "call.expired", event_id: id("call.expired") }
+      : { ...base, type: "call.expired", event_id: id("call.expired"), reasons: [{ by: "kernel", reason: `the tool was unreachable until the call expired (${unreached.attempts} attempts): ${unreached.reason}` }] }
   }
   // A nested held call that was refused or ended without completing fails its parent closed.
   const failed = beforeDispatch(f) ? failedDependency(f) : undefined
@@ -192,6 +197,7 @@ const requeueFor = (f: HeldCallFacts, ctx: ReconcileContext): number | null => {
     if (fb !== undefined && f.readiness !== "satisfied") times.push(Date.parse(f.spec.created_at) + fb.after_ms)
     // An approval's expiry can change readiness.
     for (const e of countingApprovals(f, ctx)) times.push(Date.parse(e.expires_at))
+    if (f.unreached !== undefined) times.push(Date.parse(f.unreached.retry_at))
   }
   if ((f.execution === "leased" || f.execution === "dispatched") && f.lease_until !== null) times.push(Date.parse(f.lease_until) + 1)
   if (f.outcome !== null && republishing(f)) {

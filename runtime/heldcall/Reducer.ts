@@ -131,9 +131,29 @@ const apply = (f: HeldCallFacts, e: HeldEvent): HeldCallFacts => {
       return e.generation === f.generation ? { ...f, active_rule: e.rule } : f
     case "execution.leased":
       return (f.execution === "none" || f.execution === "leased") && e.generation === f.generation ? { ...f, execution: "leased", lease_owner: e.owner, lease_until: e.lease_until } : f
-    case "effect.dispatched":
+    case "effect.dispatched": {
       if (f.execution === "effect-recorded") return f
-      return { ...f, execution: "dispatched", lease_owner: e.owner, lease_until: e.lease_until ?? null, dispatch_attempts: Math.max(f.dispatch_attempts, e.attempt), needs_witness: false }
+      const { resend: _resend, ...rest } = f
+      return { ...rest, execution: "dispatched", lease_owner: e.owner, lease_until: e.lease_until ?? null, dispatch_attempts: Math.max(f.dispatch_attempts, e.attempt), needs_witness: false }
+    }
+    case "effect.unreached":
+      // Nobody received the request: no effect, so the call is back to not dispatched.
+      if (f.execution !== "dispatched" && f.execution !== "leased") return f
+      return { ...f, execution: "none", lease_owner: null, lease_until: null, unreached: { attempts: (f.unreached?.attempts ?? 0) + 1, reason: e.reason, retry_at: e.retry_at } }
+    case "effect.resend":
+      if (f.execution !== "outcome-unknown") return f
+      return { ...f, execution: "none", lease_owner: null, lease_until: null, needs_witness: false, resend: true }
+    case "effect.settled":
+      if (f.execution !== "outcome-unknown") return f
+      return {
+        ...f,
+        execution: "effect-recorded",
+        effect:
+          e.decision === "effect_happened"
+            ? { ok: true, result: e.result ?? null, via: `settled:${e.authority}` }
+            : { ok: false, error: `the effect did not happen (${e.authority} ${e.by}${e.reason !== undefined ? `: ${e.reason}` : ""})`, via: `settled:${e.authority}` },
+        needs_witness: false
+      }
     case "effect.outcome_unknown":
       if (f.execution === "effect-recorded") return f
       return { ...f, execution: "outcome-unknown", needs_witness: e.needs_witness }
@@ -171,7 +191,7 @@ const apply = (f: HeldCallFacts, e: HeldEvent): HeldCallFacts => {
     case "call.cancelled":
       return f.execution === "none" || f.execution === "leased" ? end(f, "cancelled", { reasons: [{ by: e.by, reason: e.reason }] }) : f
     case "call.expired":
-      return f.execution === "none" || f.execution === "leased" ? end(f, "expired") : f
+      return f.execution === "none" || f.execution === "leased" ? end(f, "expired", e.reasons !== undefined && e.reasons.length > 0 ? { reasons: e.reasons } : {}) : f
     case "dependency.added":
       return { ...f, dependencies: withDependency(f.dependencies, { held_id: e.child_held_id, status: "pending", attached_by: e.principal, generation: e.generation }) }
     case "dependency.resolved":

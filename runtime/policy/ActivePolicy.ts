@@ -99,7 +99,17 @@ const stricter = (a: ToolRule | undefined, b: ToolRule): ToolRule =>
         witness_above: minDefined(a.witness_above, b.witness_above),
         deny_above: minDefined(a.deny_above, b.deny_above),
         always_witness: (a.always_witness ?? false) || (b.always_witness ?? false),
-        contract: a.contract && b.contract ? { rule: { all: [a.contract.rule, b.contract.rule] }, veto: [...new Set([...(a.contract.veto ?? []), ...(b.contract.veto ?? [])])] } : (a.contract ?? b.contract)
+        contract: a.contract && b.contract ? { rule: { all: [a.contract.rule, b.contract.rule] }, veto: [...new Set([...(a.contract.veto ?? []), ...(b.contract.veto ?? [])])] } : (a.contract ?? b.contract),
+        // Idempotent only if no profile says otherwise; read-back witnesses named by any profile.
+        ...(a.idempotent !== undefined || b.idempotent !== undefined ? { idempotent: a.idempotent !== false && b.idempotent !== false } : {}),
+        ...(a.readback_witnesses !== undefined || b.readback_witnesses !== undefined
+          ? {
+              readback_witnesses: {
+                classes: [...new Set([...(a.readback_witnesses?.classes ?? []), ...(b.readback_witnesses?.classes ?? [])])],
+                principals: [...new Set([...(a.readback_witnesses?.principals ?? []), ...(b.readback_witnesses?.principals ?? [])])]
+              }
+            }
+          : {})
       }
 
 /** Classes a principal is registered with (empty when unknown). */

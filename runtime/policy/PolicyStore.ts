@@ -3,7 +3,7 @@ import { Nats } from "../ledger/Nats.js"
 import { LedgerError, isWrongLastSequence } from "../ledger/LedgerError.js"
 import { jcsDigest } from "../schema/Canonical.js"
 import { Profile } from "../schema/Profile.js"
-import { policyAppliedId, type PolicyApplied } from "../schema/PolicyApplied.js"
+import { policyAppliedId, type AppliedBy, type PolicyApplied } from "../schema/PolicyApplied.js"
 import { Buckets, Streams, Subjects } from "../schema/Subjects.js"
 import { activePolicy, type ActivePolicy } from "./ActivePolicy.js"
 
@@ -35,14 +35,15 @@ export class PolicyStore extends Context.Tag("wk/PolicyStore")<
     /** Re-reads the bucket (before decisions that must see the latest epoch). */
     readonly refresh: Effect.Effect<ActivePolicy, LedgerError>
     /** Replaces the profiles and bumps the epoch (CAS on the bucket). */
-    readonly apply: (profiles: ReadonlyArray<Profile>) => Effect.Effect<ActivePolicy, LedgerError>
+    readonly apply: (profiles: ReadonlyArray<Profile>, appliedBy?: AppliedBy) => Effect.Effect<ActivePolicy, LedgerError>
     /**
      * As `apply`, for a signed envelope with a nonce: unless the same principal's nonce was already
      * applied (then nothing changes and `duplicate` names the epoch that apply made).
      */
     readonly applyOnce: (
       profiles: ReadonlyArray<Profile>,
-      envelope: { readonly principal: string; readonly nonce: string; readonly expires_at: string }
+      envelope: { readonly principal: string; readonly nonce: string; readonly expires_at: string },
+      appliedBy?: AppliedBy
     ) => Effect.Effect<{ readonly policy: ActivePolicy; readonly duplicate?: number }, LedgerError>
   }
 >() {}
@@ -87,14 +88,14 @@ export const makePolicyStore = (fileProfiles: ReadonlyArray<Profile>) =>
       })
 
     // The registry's history for auditors: one `policy.applied` record per epoch, after its KV write.
-    const recordApplied = (s: StoredPolicy, onlyIfMissing: boolean) =>
+    const recordApplied = (s: StoredPolicy, onlyIfMissing: boolean, appliedBy?: AppliedBy) =>
       Effect.tryPromise({
         try: async () => {
           if (onlyIfMissing) {
             const last = await nats.jsm.direct.getMessage(Streams.events, { last_by_subj: Subjects.policyEvents })
             if (last !== null && Number((last.json() as { epoch?: unknown }).epoch ?? 0) >= s.epoch) return
           }
-          const record: PolicyApplied = { type: "policy.applied", event_id: policyAppliedId(s.epoch), epoch: s.epoch, profiles: s.profiles, at: new Date().toISOString() }
+          const record: PolicyApplied = { type: "policy.applied", event_id: policyAppliedId(s.epoch), epoch: s.epoch, profiles: s.profiles, at: new Date().toISOString(), ...(appliedBy !== undefined ? { applied_by: appliedBy } : {}) }
           await nats.js.publish(Subjects.policyEvents, new TextEncoder().encode(JSON.stringify(record)), { msgID: record.event_id })
         },
         catch: (cause) => new LedgerError({ operation: "record policy.applied", message: String(cause), cause })
@@ -133,12 +134,12 @@ export const makePolicyStore = (fileProfiles: ReadonlyArray<Profile>) =>
     return PolicyStore.of({
       current: Ref.get(ref),
       refresh: Effect.flatMap(read, (r) => (r === null ? Ref.get(ref) : set(r.stored))),
-      apply: (profiles) =>
+      apply: (profiles, appliedBy) =>
         Effect.flatMap(
           write((prev) => ({ epoch: (prev?.epoch ?? 0) + 1, profiles, source_digest: prev?.source_digest ?? sourceDigest, ...(prev?.applies ? { applies: prev.applies } : {}) })),
-          (s) => Effect.zipRight(recordApplied(s, false), set(s))
+          (s) => Effect.zipRight(recordApplied(s, false, appliedBy), set(s))
         ),
-      applyOnce: (profiles, env) =>
+      applyOnce: (profiles, env, appliedBy) =>
         Effect.gen(function* () {
           let duplicate: number | undefined
           const s = yield* write((prev) => {
@@ -152,7 +153,7 @@ export const makePolicyStore = (fileProfiles: ReadonlyArray<Profile>) =>
             return { epoch, profiles, source_digest: prev?.source_digest ?? sourceDigest, applies }
           })
           if (duplicate !== undefined) return { policy: yield* set(s), duplicate }
-          yield* recordApplied(s, false)
+          yield* recordApplied(s, false, appliedBy)
           return { policy: yield* set(s) }
         })
     })

@@ -36,12 +36,12 @@ export const policyApply = (data: Uint8Array) =>
     // A widening is itself a governed call that another admin must witness.
     if (change._tag === "Widening") return yield* heldChange({ envelope, policy, payload: { op: "propose", principal: p.principal, ...policyCall(p.profile), tool: PolicyApplyTool, args: { profile: p.profile } } })
     if (p.nonce === undefined) {
-      const next = yield* store.apply(change.profiles)
+      const next = yield* store.apply(change.profiles, { envelope })
       yield* announceEpoch(next.epoch)
       return { status: 200, policy_epoch: next.epoch } satisfies Reply
     }
     const expiresAt = p.expires_at ?? new Date(Date.now() + MaxProposeTtlMs).toISOString()
-    const applied = yield* store.applyOnce(change.profiles, { principal: p.principal, nonce: p.nonce, expires_at: expiresAt })
+    const applied = yield* store.applyOnce(change.profiles, { principal: p.principal, nonce: p.nonce, expires_at: expiresAt }, { envelope })
     if (applied.duplicate !== undefined) return { status: 200, duplicate: true, policy_epoch: applied.duplicate } satisfies Reply
     yield* announceEpoch(applied.policy.epoch)
     return { status: 200, policy_epoch: applied.policy.epoch } satisfies Reply

@@ -34,7 +34,8 @@ export const servePolicyApplyTool = Effect.gen(function* () {
       const change = classifyChange(policy, req.args?.profile, "args.profile")
       if (change._tag === "Invalid") return { ok: false, error: change.message }
       const changed = !holdsProfile(policy.profiles, change.profile)
-      const epoch = changed ? (yield* store.apply(change.profiles)).epoch : policy.epoch
+      // The idempotency key is `<held id>:g<generation>` (proposedEvent): the record names the call.
+      const epoch = changed ? (yield* store.apply(change.profiles, { held_id: key.split(":")[0]! })).epoch : policy.epoch
       const result = { policy_epoch: epoch, profile: change.profile.name }
       yield* Effect.promise(() => bucket.put(appliedKey(key), JSON.stringify(result)))
       // Announced after replying: this very call is open and its driver waits on this reply.

@@ -10,6 +10,7 @@ import { Subjects } from "../schema/Subjects.js"
 import { ack } from "./Ack.js"
 import { attest } from "./Attest.js"
 import { cancel } from "./Cancel.js"
+import { settle } from "./Settle.js"
 import { get } from "./Get.js"
 import { policyApply } from "./PolicyApply.js"
 import { propose } from "./Propose.js"
@@ -31,6 +32,7 @@ export const serveProtocol = Effect.gen(function* () {
     [Subjects.propose, propose],
     [Subjects.get, get],
     [Subjects.attest, attest],
+    [Subjects.settle, settle],
     [Subjects.cancel, cancel],
     [Subjects.ack, ack],
     [Subjects.policyApply, policyApply]

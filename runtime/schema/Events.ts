@@ -171,6 +171,52 @@ export const EffectOutcomeUnknown = Schema.Struct({
   needs_witness: Schema.Boolean
 })
 
+/**
+ * The request reached nobody (no tool service subscribed): no effect can have happened. The
+ * call is dispatched again under the same key from `retry_at` (backoff), until it expires.
+ */
+export const EffectUnreached = Schema.Struct({
+  ...Base,
+  type: Schema.Literal("effect.unreached"),
+  idempotency_key: Schema.String,
+  attempt: Schema.Int,
+  reason: Schema.String,
+  retry_at: Schema.String
+})
+
+/**
+ * An unknown outcome of a tool its profile declares idempotent and that has no read-back: the
+ * request is sent again under the same idempotency key (the tool applies it at most once).
+ */
+export const EffectResend = Schema.Struct({
+  ...Base,
+  type: Schema.Literal("effect.resend"),
+  idempotency_key: Schema.String,
+  reason: Schema.String
+})
+
+/** Who settled an unknown outcome: a read-back witness (named by the contract or the tool's rule) or a policy admin. */
+export const SettleAuthority = Schema.Literal("witness", "admin")
+export const SettleDecision = Schema.Literal("effect_happened", "no_effect")
+
+/**
+ * A signed read-back attestation (or an admin's determination) settling an unknown outcome:
+ * `effect_happened` records the effect as applied (with the result the signer read back, if
+ * any); `no_effect` records it as not applied (an error result). Either ends the call.
+ */
+export const EffectSettled = Schema.Struct({
+  ...Base,
+  type: Schema.Literal("effect.settled"),
+  idempotency_key: Schema.String,
+  by: Schema.String,
+  authority: SettleAuthority,
+  decision: SettleDecision,
+  result: Schema.optional(JsonValue),
+  reason: Schema.optional(Schema.String),
+  attestation_digest: Schema.String,
+  envelope: Envelope
+})
+
 export const EffectReadback = Schema.Struct({
   ...Base,
   type: Schema.Literal("effect.readback"),
@@ -224,7 +270,8 @@ export const CallCancelled = Schema.Struct({
   envelope: Schema.optional(Envelope)
 })
 
-export const CallExpired = Schema.Struct({ ...Base, type: Schema.Literal("call.expired") })
+/** `reasons`: why it never ran when that is known (the tool was unreachable until expiry). */
+export const CallExpired = Schema.Struct({ ...Base, type: Schema.Literal("call.expired"), reasons: Schema.optional(Schema.Array(Reason)) })
 
 /** On the parent: a nested held call it now waits for (proposed with `parent_held_id`). */
 export const DependencyAdded = Schema.Struct({
@@ -287,6 +334,9 @@ export const HeldEvent = Schema.Union(
   EffectRecorded,
   EffectOutcomeUnknown,
   EffectReadback,
+  EffectUnreached,
+  EffectResend,
+  EffectSettled,
   ResultAdmitted,
   ResultQuarantined,
   DeliveryPublished,

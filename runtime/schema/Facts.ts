@@ -129,6 +129,10 @@ export const HeldCallFacts = Schema.Struct({
   dependencies: Schema.optional(Schema.Array(Dependency)),
   /** A child's end is recorded on its parent (`dependency.reported`). Absent: not yet, or no parent. */
   parent_reported: Schema.optional(Schema.Boolean),
+  /** The last dispatch reached no tool service: how often, why, and when the next attempt may go. Absent: never. */
+  unreached: Schema.optional(Schema.Struct({ attempts: Schema.Int, reason: Schema.String, retry_at: Schema.String })),
+  /** An idempotent tool's unknown outcome is being re-sent under the same key (even past expiry). */
+  resend: Schema.optional(Schema.Boolean),
   /** Event ids already folded: the reducer, not the dedupe window, guarantees append-once. */
   seen: Schema.Array(Schema.String),
   last_seq: Schema.Int

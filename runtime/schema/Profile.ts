@@ -55,6 +55,10 @@ export const ToolRule = Schema.Struct({
   deny_above: Schema.optional(Schema.Number),
   /** Always needs a witness. */
   always_witness: Schema.optional(Schema.Boolean),
+  /** The tool applies a request at most once per idempotency key: an unknown outcome may be re-sent. */
+  idempotent: Schema.optional(Schema.Boolean),
+  /** Who may attest whether an unknown outcome happened (`effect_happened` / `no_effect`), besides the contract's witnesses. */
+  readback_witnesses: Schema.optional(Schema.Struct({ classes: Schema.optional(Schema.Array(Schema.String)), principals: Schema.optional(Schema.Array(Schema.String)) })),
   contract: Schema.optional(
     WitnessContract.pipe(Schema.filter((c) => c.route === undefined || { path: ["route"], message: "a contract's route comes from preferences.witness_route, not from a rule" }))
   )

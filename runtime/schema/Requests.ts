@@ -1,7 +1,7 @@
 import { Schema } from "effect"
 import { HeldId, Digest, Principal, SessionId, Token, ToolName, Timestamp } from "./Ids.js"
 import { Envelope } from "./Envelope.js"
-import { JsonObject } from "./Json.js"
+import { JsonObject, JsonValue } from "./Json.js"
 import { CallPreferences } from "./Preferences.js"
 
 export { CallPreferences } from "./Preferences.js"
@@ -68,6 +68,26 @@ export const AttestPayload = Schema.Struct({
   nonce: Schema.String.pipe(Schema.minLength(8), Schema.maxLength(128))
 })
 export type AttestPayload = typeof AttestPayload.Type
+
+/**
+ * A read-back attestation (from a witness the contract or the tool's rule names) or an admin's
+ * determination of whether the effect of a call whose outcome is unknown happened.
+ */
+export const SettlePayload = Schema.Struct({
+  op: Schema.Literal("settle"),
+  principal: Principal,
+  held_id: HeldId,
+  generation: Schema.Int.pipe(Schema.positive()),
+  call_digest: Digest,
+  decision: Schema.Literal("effect_happened", "no_effect"),
+  /** What the signer read back from the system of record when the effect happened. */
+  result: Schema.optional(JsonValue),
+  reason: Schema.optional(Schema.String.pipe(Schema.maxLength(MaxAttestReasonLength))),
+  issued_at: Timestamp,
+  expires_at: Timestamp,
+  nonce: Schema.String.pipe(Schema.minLength(8), Schema.maxLength(128))
+})
+export type SettlePayload = typeof SettlePayload.Type
 
 export const CancelPayload = Schema.Struct({
   op: Schema.Literal("cancel"),

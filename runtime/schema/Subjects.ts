@@ -9,6 +9,7 @@ export const Subjects = {
   propose: "wk.v1.calls.propose",
   get: "wk.v1.held.get",
   attest: "wk.v1.held.attest",
+  settle: "wk.v1.held.settle",
   cancel: "wk.v1.held.cancel",
   ack: "wk.v1.held.ack",
   policyApply: "wk.v1.admin.policy.apply",

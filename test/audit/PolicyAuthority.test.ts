@@ -2,7 +2,9 @@ import { describe, expect, it } from "vitest"
 import { auditHistories } from "../../runtime/audit/Audit.js"
 import { policyHistory } from "../../runtime/audit/PolicyHistory.js"
 import type { CheckContext } from "../../runtime/audit/checks/Check.js"
-import { devPublicKey } from "../../runtime/client/DevKeys.js"
+import { devKeyPair, devPublicKey } from "../../runtime/client/DevKeys.js"
+import { signEnvelope } from "../../runtime/schema/EnvelopeSignature.js"
+import type { AppliedBy } from "../../runtime/schema/PolicyApplied.js"
 import { PolicyApplyTool } from "../../runtime/policy/PolicyChange.js"
 import { callDigest } from "../../runtime/schema/Canonical.js"
 import type { EventOf, HeldEvent } from "../../runtime/schema/Events.js"
@@ -60,5 +62,34 @@ describe("wk audit replay names unauthorized policy changes", () => {
 
   it("a narrowing by one admin is what the kernel does at once: nothing to name", () => {
     expect(findings(change("admin:root", narrowed), allowed, dispatched)).toMatchObject({ status: "passed", checked: 1, violations: [] })
+  })
+})
+
+describe("wk audit replay names unauthorized epochs in the registry's history", () => {
+  /** The history: the organization at epoch 1, then `next` applied as epoch 2 by `by`. */
+  const epochs = (next: Profile, by?: AppliedBy) => {
+    const records = [
+      { type: "policy.applied" as const, event_id: "policy.applied:e1", epoch: 1, at: at(-60_000), profiles: [org], seq: 1 },
+      { type: "policy.applied" as const, event_id: "policy.applied:e2", epoch: 2, at: at(-30_000), profiles: [next], seq: 2, ...(by !== undefined ? { applied_by: by } : {}) }
+    ]
+    const c: CheckContext = { policy: policyHistory(records), newestAt: Date.parse(at(200)), settleMs: 30_000 }
+    return auditHistories([], c).checks.find((x) => x.name === "policy-authority")!
+  }
+  const applyBy = (principal: string, profile: Profile): AppliedBy => ({ envelope: signEnvelope({ op: "policy.apply", principal, profile, nonce: "forged-nonce", expires_at: at(300_000) }, devKeyPair(principal).secretKey) })
+
+  it("an epoch that widens, applied at once on one admin's signed request -> 'widening applied without a second admin'", () => {
+    const found = epochs(widened, applyBy("admin:root", widened))
+    expect(found.status).toBe("failed")
+    expect(found.violations).toEqual([expect.objectContaining({ held_id: "policy.applied:e2", seqs: [2], message: expect.stringMatching(/^widening applied without a second admin: epoch 2 .*admin:root/) })])
+  })
+
+  it("an epoch applied on a non-admin's signed request -> 'policy change by a non-admin'", () => {
+    expect(epochs(narrowed, applyBy("agent:mallory", narrowed)).violations).toEqual([expect.objectContaining({ message: expect.stringMatching(/^policy change by a non-admin: epoch 2 was applied by agent:mallory/) })])
+  })
+
+  it("a narrowing one admin applied passes; a witnessed change is judged with its call; a widening with no recorded origin is unverified", () => {
+    expect(epochs(narrowed, applyBy("admin:root", narrowed))).toMatchObject({ status: "passed", violations: [] })
+    expect(epochs(widened, { held_id: HeldId })).toMatchObject({ status: "passed", violations: [] })
+    expect(epochs(widened)).toMatchObject({ status: "pending", violations: [], unverified: [expect.objectContaining({ message: expect.stringContaining("records no origin") })] })
   })
 })

@@ -16,7 +16,10 @@ import { sha256Hex } from "../../runtime/schema/Canonical.js"
 import { Streams } from "../../runtime/schema/Subjects.js"
 import type { AuditReport } from "../../runtime/audit/AuditReport.js"
 import { repoRoot } from "../../runtime/cli/Paths.js"
-import { startTestNats, type TestNats } from "../support/TestNats.js"
+import { Effect } from "effect"
+import { exportOver } from "../../runtime/audit/Export.js"
+import { verifyExport } from "../../runtime/audit/VerifyExport.js"
+import { startTestNats, Roles, type TestNats } from "../support/TestNats.js"
 import { clientFor, connectAs, testProfile } from "../support/Principals.js"
 import { startKernel, type InProcessKernel } from "../support/InProcessKernel.js"
 import { eventsOf, eventually } from "../support/Stream.js"
@@ -136,6 +139,11 @@ describe("retention", () => {
 
     const one = await replayAs(nats.servers, "auditor", { selection: { held } })
     expect(one).toMatchObject({ ok: true, held_calls: 1, archived: before.length })
+
+    // The export of an archived call carries its events from the archive, and verifies.
+    const doc = await Effect.runPromise(exportOver({ servers: nats.servers, ...Roles.auditor }, { held }))
+    expect(doc.events.map((e) => e.seq)).toEqual(before.map((e) => e.seq))
+    expect(verifyExport(doc).ok).toBe(true)
   }, 90_000)
 
   it("wk audit replay verifies the archived call; an archive whose bytes changed is reported by name", async () => {

@@ -11,6 +11,7 @@ import { Roles, startTestNats, type TestNats } from "../support/TestNats.js"
 import { pinOf } from "../support/Pins.js"
 import { Subjects } from "../../runtime/schema/Subjects.js"
 import { randomBytes } from "node:crypto"
+import type { Profile } from "../../runtime/schema/Profile.js"
 
 /** A real nats-server, an in-process kernel, the demo bank and the gateway on a free localhost port. */
 export interface GatewayHarness {
@@ -37,9 +38,10 @@ export const gatewayProfile = () => {
   return testProfile({ grants: { ...base.grants, "agent:alice": [...(base.grants?.["agent:alice"] ?? []), "vault_read", "vault_fail"] }, plugins: [pinOf("secret-detect", { stages: ["admit"], timeout_ms: 2000 })] })
 }
 
-export const startGatewayHarness = async (): Promise<GatewayHarness> => {
+/** Starts the harness with `profile` in force (the gateway tests' profile unless given). */
+export const startGatewayHarness = async (profile: Profile = gatewayProfile()): Promise<GatewayHarness> => {
   const nats = await startTestNats()
-  const kernel: InProcessKernel = await startKernel(nats.servers, [gatewayProfile()])
+  const kernel: InProcessKernel = await startKernel(nats.servers, [profile])
   const toolConn = await connectAs(nats.servers, "bank")
   const echoConn = await connectAs(nats.servers, "echo")
   const kernelConn = await connectAs(nats.servers, "kernel")

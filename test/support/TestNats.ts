@@ -17,7 +17,7 @@ export const TestEchoTools = [
   "no_readback_op", "transfer_vetoed", "transfer_plain",
   "quorum_op", "fallback_deny_op", "fallback_route_op",
   "two_humans_op", "human_op", "human_and_fraud_op", "carol_op",
-  "bench_echo"
+  "bench_echo", "idempotent_op"
 ] as const
 
 /** Dev credentials of each role in nats.conf (and the test tool service the test config adds). */

@@ -18,6 +18,11 @@ export interface CheckContext {
   readonly policy: PolicyHistory
   /** Deliveries by held id, when the sessions stream was read. */
   readonly deliveries?: ReadonlyMap<string, ReadonlyArray<DeliveryMessage>>
+  /**
+   * Store time (ms) of the oldest message the sessions stream still holds: deliveries published
+   * before it may have aged out (its limits), so their absence proves nothing.
+   */
+  readonly deliveriesFrom?: number
   /** Time of the newest event read (ms): later than this minus `settleMs` is still settling. */
   readonly newestAt: number
   /** How long the kernel may take to finish an outstanding step before it counts as missed. */

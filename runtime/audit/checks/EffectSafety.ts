@@ -28,8 +28,9 @@ const whyNot = (f: HeldCallFacts, ctx: ReconcileContext): string => {
  *   (its own lease aside), at its time, for its generation, under the epoch it claims, and that
  *   epoch is the one in force at that point of the log;
  * - at most one `effect.recorded` per idempotency key, and only the call's own key;
- * - a key is dispatched again only after a read-back found the effect absent; an unknown
- *   outcome not yet settled by read-back or a witness is reported as unverified, not passed.
+ * - a key is dispatched again only after a read-back found the effect absent, the request
+ *   reached no tool service (`effect.unreached`) or the tool is declared idempotent; an unknown
+ *   outcome not yet settled by read-back, a read-back witness or an admin is reported as unverified, not passed.
  */
 export const effectSafety: HeldCheck = {
   name: "effect-safety",
@@ -80,6 +81,24 @@ export const effectSafety: HeldCheck = {
         case "effect.outcome_unknown":
           unknown.set(event.idempotency_key, seq)
           break
+        case "effect.unreached":
+          // The request reached no tool service: nothing is in flight under the key.
+          inFlight.set(event.idempotency_key, null)
+          break
+        case "effect.resend":
+          // The tool's rule declares it idempotent: sending the same key again cannot apply it twice.
+          inFlight.set(event.idempotency_key, null)
+          unknown.delete(event.idempotency_key)
+          break
+        case "effect.settled": {
+          // A read-back witness's or an admin's signed statement records the effect.
+          const seqs = recorded.get(event.idempotency_key) ?? []
+          seqs.push(seq)
+          recorded.set(event.idempotency_key, seqs)
+          if (seqs.length >= 2) c.fail(seqs, `more than one effect recorded for idempotency key ${event.idempotency_key}`)
+          unknown.delete(event.idempotency_key)
+          break
+        }
         case "effect.recorded": {
           const seqs = recorded.get(event.idempotency_key) ?? []
           seqs.push(seq)

@@ -1,19 +1,43 @@
-// The approval inbox: lists the held calls this witness may decide, shows what it would sign,
-// signs reads and attestations in the browser with a non-extractable key (keys.js), asks for a
-// confirmation that restates what is signed, and follows the call live.
+// The approval inbox: lists the held calls this witness may decide, says in words what each one
+// would do, why it was held, what its rule still needs and when it expires; signs reads and
+// attestations in the browser with a non-extractable key (keys.js) after a confirmation that
+// restates what is signed; follows the open call live. Routes: `#/` the list, `#/held/<id>` a call.
 ;(function () {
   const $ = (id) => document.getElementById(id)
   const { b64 } = inboxKeys
+  const W = inboxWords
   let identity = null
   let selected = null
   let follow = null
   let events = []
   let current = null
+  let pending = null
+  /** Open calls as last listed, and ended calls read once (an ended call does not change what it was). */
+  let openCalls = []
+  const ended = new Map()
+  // Ids of calls this browser has listed or opened: the gateway indexes only open calls, so the
+  // "ended" filter re-reads these. Ids are not secret.
+  const SeenKey = "wk.inbox.seen"
+  const MaxSeen = 100
+  const seen = () => {
+    try { return JSON.parse(localStorage.getItem(SeenKey) ?? "[]").filter((x) => typeof x === "string") } catch { return [] }
+  }
+  const remember = (ids) => {
+    const all = [...new Set([...ids, ...seen()])].slice(0, MaxSeen)
+    localStorage.setItem(SeenKey, JSON.stringify(all))
+  }
+
+  const el = (tag, cls, text) => {
+    const e = document.createElement(tag)
+    if (cls) e.className = cls
+    if (text !== undefined) e.textContent = text
+    return e
+  }
 
   const showIdentity = () => {
     $("principal").value = identity.principal
     $("klass").value = identity.klass
-    $("identity-status").textContent = "signing as " + identity.principal + " (" + identity.publicKey.slice(0, 12) + "…)"
+    $("identity-status").textContent = "signing as " + identity.principal + " (" + identity.klass + ", key " + identity.publicKey.slice(0, 8) + "…)"
     $("public-key").textContent = identity.publicKey
   }
 
@@ -22,6 +46,7 @@
     localStorage.removeItem("wk.identity")
     identity = await inboxKeys.load()
     if (identity !== null) showIdentity()
+    else $("identity-box").open = true
   }
 
   const useKey = async (makeKey) => {
@@ -32,7 +57,9 @@
       await inboxKeys.save(who, key)
       $("secret").value = ""
       await loadIdentity()
+      ended.clear()
       refreshList()
+      route()
     } catch (e) {
       $("identity-status").textContent = "key not set: " + e.message
     }
@@ -62,61 +89,183 @@
   }
   const signedGet = async (path, init = {}) => fetch(path, { ...init, headers: await readHeaders(path) })
 
+  const summaryOf = (h) => h.witness_request?.presentation?.summary ?? h.witness_request?.contract?.summary ?? h.tool
+  const toolOf = (h) => h.witness_request?.presentation?.tool ?? h.tool
+
+  // ---- the list --------------------------------------------------------------------------
+
+  /** Ended calls this browser saw: read once each (at most 20 per refresh), kept in memory. */
+  const readEnded = async (openIds) => {
+    const todo = seen().filter((id) => !openIds.has(id) && !ended.has(id)).slice(0, 20)
+    for (const id of todo) {
+      const r = await signedGet("/held/" + id)
+      if (r.status !== 200) { ended.set(id, null); continue }
+      const body = await r.json()
+      // Still open but off the index for a moment: read it again next time.
+      if (body.held.lifecycle !== "open") ended.set(id, { ...body.held, view: body.view })
+    }
+  }
+
   const refreshList = async () => {
     if (identity === null) return
     const r = await signedGet("/held")
     const body = await r.json()
+    if (r.status !== 200) { $("list-count").textContent = "(" + (body.error?.message ?? r.status) + ")"; return }
     // The listing also holds this principal's own proposals; the inbox shows what it may witness.
-    const held = (body.held || []).filter((h) => h.view === "witness")
-    const list = $("held-list")
-    list.innerHTML = ""
-    for (const h of held) {
-      const li = document.createElement("li")
-      li.dataset.heldId = h.held_id
-      if (selected === h.held_id) li.className = "selected"
-      const p = h.witness_request?.presentation ?? {}
-      li.innerHTML = `<div class="tool"></div><div class="muted"></div><div class="muted"></div>`
-      li.children[0].textContent = (p.tool ?? h.tool) + (p.summary ? " — " + p.summary : "")
-      li.children[1].textContent = "from " + h.principal + " · readiness " + h.readiness
-      li.children[2].textContent = h.held_id
-      li.addEventListener("click", () => open(h.held_id))
-      list.appendChild(li)
+    openCalls = (body.held || []).filter((h) => h.view === "witness")
+    remember(openCalls.map((h) => h.held_id))
+    const state = $("filter-state").value
+    if (state !== "open") await readEnded(new Set(openCalls.map((h) => h.held_id)))
+    drawList()
+  }
+
+  const drawList = () => {
+    const state = $("filter-state").value
+    const tool = $("filter-tool").value
+    const endedCalls = [...ended.values()].filter((h) => h !== null && h.view === "witness")
+    const all = [...openCalls, ...endedCalls]
+    // The tool filter offers every tool in view.
+    const tools = [...new Set(all.map(toolOf))].sort()
+    const sel = $("filter-tool")
+    const have = [...sel.options].map((o) => o.value).filter((v) => v !== "")
+    if (tools.join("\u0000") !== have.join("\u0000")) {
+      sel.replaceChildren(el("option", "", "every tool"), ...tools.map((t) => { const o = el("option", "", t); o.value = t; return o }))
+      sel.options[0].value = ""
+      sel.value = tools.includes(tool) ? tool : ""
     }
-    $("list-count").textContent = r.status === 200 ? "(" + held.length + ")" : "(" + (body.error?.message ?? r.status) + ")"
+    const shown = (state === "open" ? openCalls : state === "ended" ? endedCalls : all)
+      .filter((h) => sel.value === "" || toolOf(h) === sel.value)
+      .sort((a, b) => String(b.created_at).localeCompare(String(a.created_at)))
+    const list = $("held-list")
+    const now = Date.now()
+    list.replaceChildren(
+      ...shown.map((h) => {
+        const li = el("li")
+        li.dataset.heldId = h.held_id
+        li.dataset.lifecycle = h.lifecycle
+        if (selected === h.held_id) li.classList.add("selected")
+        const a = el("a", "entry")
+        a.href = "#/held/" + h.held_id
+        const top = el("div", "entry-top")
+        top.append(el("span", "entry-summary", summaryOf(h)))
+        const amount = W.amountOf(h)
+        if (amount !== null) top.append(el("span", "amount", amount))
+        const out = h.lifecycle === "open" ? null : W.outcomeOf(h)
+        const meta = el("div", "entry-meta")
+        meta.append(el("span", "", toolOf(h) + " · from " + h.principal))
+        meta.append(el("span", "", "held " + W.ago(h.created_at, now)))
+        meta.append(out === null ? el("span", "countdown", W.expiresIn(h.expires_at, now)) : el("span", "chip " + out.kind, out.kind))
+        if (h.lifecycle === "open" && h.readiness === "satisfied") meta.append(el("span", "chip completed", "approved"))
+        a.append(top, meta)
+        li.append(a)
+        return li
+      })
+    )
+    $("list-count").textContent = "(" + shown.length + ")"
+    $("list-empty").hidden = shown.length > 0
+  }
+  $("filter-state").addEventListener("change", () => refreshList())
+  $("filter-tool").addEventListener("change", drawList)
+
+  // ---- one call --------------------------------------------------------------------------
+
+  const drawRule = (h) => {
+    const p = $("rule-progress")
+    const node = h.rule_progress ?? h.active_rule
+    if (node === null || node === undefined) { p.replaceChildren(el("span", "", h.verdict === "REQUIRE_WITNESS" ? "no rule yet" : "no witness needed")); return }
+    const met = h.rule_progress?.met === true
+    const pieces = W.rulePieces(node, false)
+    p.replaceChildren(el("span", "lead", met ? "met: " : "needs: "), ...pieces.map((x) => {
+      const s = el("span", x.leaf ? (x.met ? "place met" : "place") : "", x.text)
+      if (x.leaf) s.dataset.met = String(x.met)
+      return s
+    }))
+    p.dataset.met = String(met)
+    const veto = h.witness_contract?.veto ?? []
+    if (veto.length > 0) p.append(el("span", "veto", " · one reject from " + veto.map((c) => W.classWords(c, 1)).join(" or ") + " ends it"))
+    $("rule").textContent = JSON.stringify({ rule: h.active_rule, ...(veto.length ? { veto } : {}) }, null, 2)
+  }
+
+  const drawReasons = (h) => {
+    const ul = $("reasons")
+    const reasons = h.lifecycle === "denied" ? [] : h.reasons ?? []
+    ul.replaceChildren(...(reasons.length ? reasons : [{ reason: "the policy asks for a witness", by: "" }]).map((r) => {
+      const li = el("li", "", r.reason)
+      if (r.by) li.append(el("span", "muted", " — " + r.by))
+      return li
+    }))
+  }
+
+  const drawOutcome = (h) => {
+    const box = $("outcome")
+    const out = W.outcomeOf(h)
+    box.hidden = out === null
+    if (out === null) { delete box.dataset.outcome; return }
+    box.dataset.outcome = out.kind
+    $("outcome-title").textContent = out.title + (h.continuation_delivery && h.continuation_delivery !== "none" ? " · " + h.continuation_delivery + " to the agent" : "")
+    $("outcome-text").textContent = out.text
+    const pre = $("outcome-result")
+    pre.hidden = out.result === undefined || out.result === null
+    pre.textContent = pre.hidden ? "" : JSON.stringify(out.result, null, 2)
+  }
+
+  const drawExpiry = () => {
+    if (current === null) return
+    const e = $("expiry")
+    e.textContent = current.lifecycle === "open" ? W.expiresIn(current.expires_at, Date.now()) + " (" + new Date(current.expires_at).toLocaleString() + ")" : ""
+    e.dataset.expiresAt = current.expires_at ?? ""
+    for (const c of document.querySelectorAll("#held-list .countdown")) {
+      const h = openCalls.find((x) => x.held_id === c.closest("li").dataset.heldId)
+      if (h) c.textContent = W.expiresIn(h.expires_at, Date.now())
+    }
   }
 
   const render = (h) => {
     const wr = h.witness_request ?? {}
     const p = wr.presentation ?? {}
+    document.body.classList.add("detail-open")
     $("detail-pane").hidden = false
-    $("detail-title").textContent = (p.tool ?? h.tool) + " proposed by " + h.principal
-    $("detail-summary").textContent = p.summary ?? wr.contract?.summary ?? ""
+    $("detail-title").textContent = summaryOf(h)
+    $("detail-meta").textContent = toolOf(h) + " proposed by " + h.principal + " · held " + W.ago(h.created_at, Date.now()) + " · " + h.held_id
     // Only the presentation is shown: with disclosure "redacted" the kernel has replaced the values.
     $("disclosure").textContent = "disclosure: " + (p.disclosure ?? "exact")
-    $("presentation").textContent = JSON.stringify({ tool: p.tool, args: p.args, ...(p.proposed ? { proposed: p.proposed } : {}) }, null, 2)
+    $("presentation").textContent = JSON.stringify({ tool: p.tool, args: p.args, ...(p.summary ? { summary: p.summary } : {}), ...(p.proposed ? { proposed: p.proposed } : {}) }, null, 2)
     const dl = $("digests")
-    dl.innerHTML = ""
+    dl.replaceChildren()
     for (const [k, v] of [["held_id", h.held_id], ["generation", h.generation], ["call_digest", h.call_digest], ["contract_digest", h.contract_digest], ["class", identity?.klass ?? "—"]]) {
-      const dt = document.createElement("dt"); dt.textContent = k
-      const dd = document.createElement("dd"); dd.textContent = String(v); dd.id = "digest-" + k
-      dl.append(dt, dd)
+      const dd = el("dd", "", String(v))
+      dd.id = "digest-" + k
+      dl.append(el("dt", "", k), dd)
     }
-    $("rule").textContent = JSON.stringify({ rule: h.active_rule, ...(h.witness_contract?.veto ? { veto: h.witness_contract.veto } : {}) }, null, 2)
+    drawReasons(h)
+    drawRule(h)
+    drawOutcome(h)
     const tbody = $("evidence").querySelector("tbody")
-    tbody.innerHTML = ""
-    for (const e of h.evidence ?? []) {
-      const tr = document.createElement("tr")
-      for (const c of [e.witness, e.class, e.decision, e.status + (e.reason ? " (" + e.reason + ")" : "")]) { const td = document.createElement("td"); td.textContent = c; tr.appendChild(td) }
-      tbody.appendChild(tr)
+    tbody.replaceChildren(...(h.evidence ?? []).map((e) => {
+      const tr = el("tr")
+      for (const c of [e.witness, e.class, e.decision, e.status + (e.reason ? " (" + e.reason + ")" : "")]) tr.append(el("td", "", c))
+      return tr
+    }))
+    if ((h.evidence ?? []).length === 0) {
+      const td = el("td", "muted", "no decisions yet")
+      td.colSpan = 4
+      const tr = el("tr")
+      tr.append(td)
+      tbody.append(tr)
     }
-    const state = h.lifecycle === "open" ? "open · " + h.readiness + " · " + h.execution : h.lifecycle + (h.continuation_delivery !== "none" ? " · " + h.continuation_delivery : "")
+    const readiness = { satisfied: "approved", unsatisfied: "waiting for witnesses", stale: "re-checking" }[h.readiness] ?? h.readiness
+    const state = h.lifecycle === "open" ? "open · " + readiness + (h.execution !== "none" ? " · " + h.execution : "") : (W.outcomeOf(h)?.kind ?? h.lifecycle)
     $("state").textContent = state
     $("state").dataset.lifecycle = h.lifecycle
     const canSign = identity !== null && h.lifecycle === "open" && h.execution === "none"
+    $("decide").hidden = h.lifecycle !== "open"
     $("approve").disabled = !canSign
     $("reject").disabled = !canSign
     selected = h.held_id
     current = h
+    drawExpiry()
+    if (h.lifecycle !== "open") ended.set(h.held_id, { ...h, view: "witness" })
+    document.querySelectorAll("#held-list li").forEach((li) => li.classList.toggle("selected", li.dataset.heldId === h.held_id))
   }
 
   /** Re-reads the selected call's facts (after each event of its stream). */
@@ -161,57 +310,114 @@
     return () => ac.abort()
   }
 
+  const closeDetail = () => {
+    if (follow) follow()
+    follow = null
+    selected = null
+    current = null
+    document.body.classList.remove("detail-open")
+    $("detail-pane").hidden = true
+    document.querySelectorAll("#held-list li.selected").forEach((li) => li.classList.remove("selected"))
+  }
+
   const open = async (heldId) => {
+    if (identity === null) return
+    hideConfirm()
     const r = await signedGet("/held/" + heldId)
     const body = await r.json()
-    if (r.status !== 200) { $("attest-status").textContent = body.error?.message ?? "not found"; return }
+    if (r.status !== 200) {
+      closeDetail()
+      $("list-count").textContent = "(" + (body.error?.message ?? "not found") + ")"
+      return
+    }
+    remember([heldId])
     $("attest-status").textContent = ""
+    delete $("attest-status").dataset.disposition
+    $("decision-reason").value = ""
     render(body.held)
     events = []
     $("timeline").innerHTML = drawTimeline(events)
     if (follow) follow()
     follow = followEvents(heldId)
-    document.querySelectorAll("#held-list li").forEach((li) => li.classList.toggle("selected", li.dataset.heldId === heldId))
   }
 
-  /** Restates what the signature will say, and asks before signing it. */
-  const confirmSigning = (payload) =>
-    window.confirm(
-      [
-        `Sign "${payload.decision}" as ${payload.principal} (class ${payload.class})?`,
-        "",
-        `call       ${current.tool} proposed by ${current.principal}`,
-        `held_id    ${payload.held_id}`,
-        `generation ${payload.generation}`,
-        `call_digest     ${payload.call_digest}`,
-        `contract_digest ${payload.contract_digest}`,
-        `valid until ${payload.expires_at}`,
-        "",
-        "Your signature binds to exactly this call and contract; a changed call needs a new one."
-      ].join("\n")
-    )
+  /** `#/held/<id>` opens that call; anything else shows the list. */
+  const route = () => {
+    const m = /^#\/held\/([A-Za-z0-9_-]+)$/.exec(location.hash)
+    if (m) { if (m[1] !== selected) void open(m[1]) } else closeDetail()
+  }
+  window.addEventListener("hashchange", route)
 
-  const attest = async (decision) => {
+  // ---- deciding ---------------------------------------------------------------------------
+
+  const hideConfirm = () => {
+    pending = null
+    $("confirm").hidden = true
+  }
+
+  /** Builds the attestation and shows what it says; nothing is signed until "Sign". */
+  const prepare = async (decision) => {
     if (identity === null || current === null) return
     const now = Date.now()
+    const reason = $("decision-reason").value.trim()
+    const presentation = current.witness_request?.presentation ?? {}
     const payload = {
       op: "attest", principal: identity.principal, class: identity.klass, held_id: current.held_id,
       generation: current.generation, call_digest: current.call_digest, contract_digest: current.contract_digest,
       decision, issued_at: new Date(now).toISOString(), expires_at: new Date(now + 10 * 60_000).toISOString(), nonce: nonce(),
-      presentation_digest: await sha256Hex(jcs(current.witness_request?.presentation ?? {}))
+      presentation_digest: await sha256Hex(jcs(presentation)),
+      ...(reason !== "" ? { reason } : {})
     }
-    if (!confirmSigning(payload)) { $("attest-status").textContent = decision + ": not signed"; return }
+    pending = payload
+    $("confirm").dataset.decision = decision
+    $("confirm-title").textContent = (decision === "approve" ? "Approve" : "Reject") + " this call as " + payload.principal + " (" + payload.class + ")?"
+    $("confirm-summary").textContent = summaryOf(current)
+    const facts = [
+      ["decision", `"${decision}"`],
+      ["signed as", payload.principal + " · class " + payload.class],
+      ["call", toolOf(current) + " proposed by " + current.principal],
+      ["reason", reason === "" ? "(none)" : reason],
+      ["held_id", payload.held_id],
+      ["generation", "generation " + payload.generation],
+      ["call_digest", payload.call_digest],
+      ["contract_digest", payload.contract_digest],
+      ["presentation_digest", payload.presentation_digest],
+      ["valid until", payload.expires_at]
+    ]
+    $("confirm-facts").replaceChildren(...facts.flatMap(([k, v]) => [el("dt", "", k), el("dd", "", v)]))
+    $("confirm-sign").className = decision === "approve" ? "approve" : "reject"
+    $("confirm-sign").textContent = "Sign " + decision
+    $("confirm").hidden = false
+    $("attest-status").textContent = ""
+    $("confirm-sign").focus()
+  }
+
+  const sign = async () => {
+    const payload = pending
+    if (payload === null || current === null || payload.held_id !== current.held_id) return hideConfirm()
+    hideConfirm()
     const envelope = await signedEnvelope(payload)
-    const r = await fetch("/held/" + current.held_id + "/attestations", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(envelope) })
+    const r = await fetch("/held/" + payload.held_id + "/attestations", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(envelope) })
     const reply = await r.json()
     const status = $("attest-status")
-    status.textContent = decision + ": " + (reply.disposition ?? reply.error?.message ?? r.status) + (reply.reason ? " — " + reply.reason : "")
+    status.textContent = payload.decision + ": " + (reply.disposition ?? reply.error?.message ?? r.status) + (reply.reason ? " — " + reply.reason : "")
     status.dataset.disposition = reply.disposition ?? "error"
+    $("decision-reason").value = ""
+    void refreshFacts(payload.held_id)
   }
-  $("approve").addEventListener("click", () => attest("approve"))
-  $("reject").addEventListener("click", () => attest("reject"))
 
-  loadIdentity().then(refreshList)
+  $("approve").addEventListener("click", () => prepare("approve"))
+  $("reject").addEventListener("click", () => prepare("reject"))
+  $("confirm-sign").addEventListener("click", sign)
+  $("confirm-cancel").addEventListener("click", () => {
+    const d = pending?.decision ?? "decision"
+    hideConfirm()
+    $("attest-status").textContent = d + ": not signed"
+    $("attest-status").dataset.disposition = "not-signed"
+  })
+
+  loadIdentity().then(() => { refreshList(); route() })
   // The list is the open-call index; re-read it every few seconds (the open call streams itself).
   setInterval(refreshList, 2000)
+  setInterval(drawExpiry, 1000)
 })()

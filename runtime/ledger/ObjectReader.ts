@@ -1,0 +1,23 @@
+import { Effect } from "effect"
+import { Objm } from "@nats-io/obj"
+import { Nats } from "./Nats.js"
+import { LedgerError } from "./LedgerError.js"
+
+/** A read-only view of one JetStream object store bucket: the auditor's way to archives and plugin bytes. */
+export interface ObjectReader {
+  /** The object's bytes, or null when the bucket holds no such object. */
+  readonly get: (name: string) => Effect.Effect<Uint8Array | null, LedgerError>
+}
+
+const ledgerError = (operation: string) => (cause: unknown) =>
+  new LedgerError({ operation, message: `${operation}: ${cause instanceof Error ? cause.message : String(cause)}`, cause })
+
+/** Opens an existing bucket (never creates one). */
+export const openObjectReader = (bucket: string): Effect.Effect<ObjectReader, LedgerError, Nats> =>
+  Effect.gen(function* () {
+    const { nc } = yield* Nats
+    const os = yield* Effect.tryPromise({ try: () => new Objm(nc).open(bucket), catch: ledgerError(`open object store ${bucket}`) })
+    return {
+      get: (name) => Effect.tryPromise({ try: () => os.getBlob(name), catch: ledgerError(`read ${name} from ${bucket}`) })
+    }
+  })
