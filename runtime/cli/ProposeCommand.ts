@@ -34,6 +34,64 @@ export const describeReply = (r: Record<string, unknown>): string => {
   }
 }
 
+/**
+ * Every per-call preference the protocol accepts (runtime/schema/Preferences.ts), as flags. They
+ * only narrow: the kernel refuses (400, naming the field) one looser than the profiles set.
+ */
+const preferenceOptions = {
+  requireWitness: Options.boolean("require-witness").pipe(Options.withDescription("ask for a witness even where policy would allow")),
+  alwaysWitness: Options.text("always-witness").pipe(Options.repeated, Options.withDescription("a tool (trailing * matches a prefix) that always needs a witness; repeatable")),
+  witnessRoute: Options.text("witness-route").pipe(Options.optional, Options.withDescription('who may witness holds the preferences cause, as a witness rule in JSON: \'{"class":"human"}\'')),
+  expiresInMs: Options.integer("expires-in-ms").pipe(Options.optional, Options.withDescription("shorten the hold: it expires (fails closed) after this long")),
+  blockMs: Options.integer("block-ms").pipe(Options.optional, Options.withDescription("kernel waits up to this long (at most 30000) for a held call to end before answering 202")),
+  background: Options.boolean("background").pipe(Options.withDescription("answer 202 at once, even when allowed; the result arrives on the session")),
+  cancelOnDisconnect: Options.boolean("cancel-on-disconnect").pipe(Options.withDescription("cancel the held call when this session disconnects")),
+  canonicalize: Options.choice("canonicalize", ["auto", "preview"]).pipe(Options.optional, Options.withDescription("a canonicalizing replacement: run it (auto) or hold to show it first (preview)")),
+  rewrite: Options.choice("rewrite", ["auto", "preview"]).pipe(Options.optional, Options.withDescription("any other same-tool replacement: auto or preview")),
+  substitution: Options.choice("substitution", ["allow", "preview", "forbid"]).pipe(Options.optional, Options.withDescription("a replacement that runs another tool: allow, preview or forbid (deny)")),
+  disclosure: Options.choice("disclosure", ["exact", "redacted"]).pipe(Options.optional, Options.withDescription("what witnesses are shown: the exact arguments or redacted values"))
+}
+
+interface PreferenceFlags {
+  readonly requireWitness: boolean
+  readonly alwaysWitness: ReadonlyArray<string>
+  readonly witnessRoute: Option.Option<string>
+  readonly expiresInMs: Option.Option<number>
+  readonly blockMs: Option.Option<number>
+  readonly background: boolean
+  readonly cancelOnDisconnect: boolean
+  readonly canonicalize: Option.Option<string>
+  readonly rewrite: Option.Option<string>
+  readonly substitution: Option.Option<string>
+  readonly disclosure: Option.Option<string>
+}
+
+/** The `preferences` payload the flags ask for, or undefined when none is given. */
+export const preferencesOf = (f: PreferenceFlags): Effect.Effect<JsonObject | undefined, CliError> =>
+  Effect.gen(function* () {
+    if (f.background && Option.isSome(f.blockMs)) return yield* new CliError({ message: "--background and --block-ms are two wait modes: give one", exit: ExitCode.usage })
+    const routeText = Option.getOrUndefined(f.witnessRoute)
+    const route = routeText !== undefined
+      ? yield* Effect.try({ try: () => JSON.parse(routeText) as JsonObject, catch: () => new CliError({ message: `--witness-route is not JSON: ${routeText} (quote it: '{"class":"human"}')`, exit: ExitCode.usage }) })
+      : undefined
+    const transforms = {
+      ...Option.match(f.canonicalize, { onNone: () => ({}), onSome: (v) => ({ canonicalize: v }) }),
+      ...Option.match(f.rewrite, { onNone: () => ({}), onSome: (v) => ({ rewrite: v }) }),
+      ...Option.match(f.substitution, { onNone: () => ({}), onSome: (v) => ({ substitution: v }) })
+    }
+    const p: JsonObject = {
+      ...(f.requireWitness ? { require_witness: true } : {}),
+      ...(f.alwaysWitness.length > 0 ? { always_witness: [...f.alwaysWitness] } : {}),
+      ...(route !== undefined ? { witness_route: route } : {}),
+      ...Option.match(f.expiresInMs, { onNone: () => ({}), onSome: (v) => ({ expires_in_ms: v }) }),
+      ...(f.background ? { wait: { mode: "background" } } : Option.match(f.blockMs, { onNone: () => ({}), onSome: (v) => ({ wait: { mode: "block", max_ms: v } }) })),
+      ...(f.cancelOnDisconnect ? { cancel_on_disconnect: true } : {}),
+      ...(Object.keys(transforms).length > 0 ? { transforms } : {}),
+      ...Option.match(f.disclosure, { onNone: () => ({}), onSome: (v) => ({ disclosure: v }) })
+    }
+    return Object.keys(p).length > 0 ? p : undefined
+  })
+
 /** `wk propose <tool> <args-json>`: proposes a call as a principal; the exit code is the outcome (docs/cli.md). */
 export const proposeCommand = Command.make(
   "propose",
@@ -47,18 +105,20 @@ export const proposeCommand = Command.make(
     json: Options.boolean("json").pipe(Options.withDescription("print the kernel's reply as JSON")),
     supersedes: Options.integer("supersedes").pipe(Options.optional, Options.withDescription("edit a held call: the generation it replaces (with --call-id)")),
     wait: Options.boolean("wait").pipe(Options.withDescription("if the call is held, wait for its delivered result; the exit code is then the final outcome")),
-    timeout: Options.integer("timeout-ms").pipe(Options.withDefault(600_000), Options.withDescription("with --wait, give up after this long (exit 3: still held)"))
+    timeout: Options.integer("timeout-ms").pipe(Options.withDefault(600_000), Options.withDescription("with --wait, give up after this long (exit 3: still held)")),
+    ...preferenceOptions
   },
-  ({ tool, args, as, key, session, callId, json, supersedes, wait, timeout }) =>
+  ({ tool, args, as, key, session, callId, json, supersedes, wait, timeout, ...flags }) =>
     Effect.gen(function* () {
       const parsed = yield* Effect.try({
         try: () => JSON.parse(args) as unknown,
         catch: () => new CliError({ message: `args-json is not JSON: ${args} (quote it: '{"amount":250}')`, exit: ExitCode.usage })
       })
       if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) return yield* new CliError({ message: `args-json must be a JSON object, got ${args}`, exit: ExitCode.usage })
+      const preferences = yield* preferencesOf(flags)
       const client = yield* connectClient("agent", as, Option.getOrUndefined(key))
       const id = Option.getOrElse(callId, () => `c${randomBytes(4).toString("hex")}`)
-      const reply = yield* ask(`propose ${tool}`, () => client.propose({ session_id: session, turn_id: "t1", call_id: id, tool, args: parsed as JsonObject, ...Option.match(supersedes, { onNone: () => ({}), onSome: (g) => ({ supersedes: g }) }) }))
+      const reply = yield* ask(`propose ${tool}`, () => client.propose({ session_id: session, turn_id: "t1", call_id: id, tool, args: parsed as JsonObject, ...(preferences !== undefined ? { preferences } : {}), ...Option.match(supersedes, { onNone: () => ({}), onSome: (g) => ({ supersedes: g }) }) }))
       yield* Console.log(json ? JSON.stringify(reply, null, 2) : describeReply(reply as unknown as Record<string, unknown>))
       process.exitCode = exitOfReply(reply as { status: number; ok?: boolean })
       if (!wait || reply.status !== 202) return

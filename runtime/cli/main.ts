@@ -26,6 +26,7 @@ const registry: ReadonlyArray<{ name: string; summary: string; load: () => Promi
   { name: "status", summary: "streams, consumer lag, open calls by state, policy epoch, plugins, kernels", load: async () => (await import("./StatusCommand.js")).statusCommand as AnyCommand },
   { name: "audit", summary: "replay the event log and check every decision; export and verify a call", load: async () => (await import("./AuditCommands.js")).auditCommand as AnyCommand },
   { name: "profile", summary: "show the merged policy for a call and which layer set each part", load: async () => (await import("./ProfileCommands.js")).profileCommand as AnyCommand },
+  { name: "policy", summary: "decide a call offline as the kernel would (eval), run policy tests (test), apply a profile", load: async () => (await import("./PolicyCommands.js")).policyCommand as AnyCommand },
   { name: "plugin", summary: "build, sign, verify, inspect and pin WASM policy plugins", load: async () => (await import("./PluginCommands.js")).pluginCommand as AnyCommand },
   { name: "keygen", summary: "write a new ed25519 signing key file", load: async () => (await import("./PluginCommands.js")).keygenCommand as AnyCommand },
   { name: "dev-key", summary: "write or print a principal's development key (example profiles only)", load: async () => (await import("./DevKeyCommand.js")).devKeyCommand as AnyCommand },

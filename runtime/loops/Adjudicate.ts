@@ -5,11 +5,10 @@ import { Nats } from "../ledger/Nats.js"
 import { wake } from "../ledger/Wakes.js"
 import { watchSession } from "./PresenceWatch.js"
 import { Subjects } from "../schema/Subjects.js"
-import { Adjudicator, type Adjudication } from "../policy/Adjudicator.js"
+import type { Adjudication } from "../policy/Adjudicator.js"
 import type { ActivePolicy } from "../policy/ActivePolicy.js"
-import { floorRefusal } from "../policy/KernelFloor.js"
-import { applyPreferences, effectivePreferences, redactArgs } from "../policy/Preferences.js"
-import { adjudicatePolicyChange, PolicyApplyTool } from "../policy/PolicyChange.js"
+import { decideCall } from "../policy/CallDecision.js"
+import { effectivePreferences, redactArgs } from "../policy/Preferences.js"
 import { summaryOf, templateFor } from "../policy/PresentationTemplate.js"
 import { callDigest, contractDigest, jcsDigest } from "../schema/Canonical.js"
 import type { CallAdjudicated, CallDenied, CallHeld, CallRepresented, HeldEvent } from "../schema/Events.js"
@@ -17,38 +16,8 @@ import type { HeldCallFacts } from "../schema/Facts.js"
 import type { JsonObject } from "../schema/Json.js"
 import { eventOf, progress } from "./Actions.js"
 
-/**
- * The kernel floor, then the adjudicator, then per-call preferences (which only narrow).
- * A principal with no grant for the tool is denied before any policy runs.
- */
-export const decide = (facts: HeldCallFacts, policy: ActivePolicy, now: number) =>
-  Effect.gen(function* () {
-    const spec = facts.spec!
-    // A policy change is decided by the kernel floor alone: no plugin decides its own widening.
-    if (spec.tool === PolicyApplyTool) return adjudicatePolicyChange(policy, spec.principal, spec.args)
-    const refused = floorRefusal(policy, spec.principal, spec.tool)
-    if (refused !== undefined) return floorDenial(refused, { tool: spec.tool, args: spec.args })
-    const adjudicator = yield* Adjudicator
-    const prefs = effectivePreferences(policy, spec.principal, spec.preferences)
-    const a = yield* adjudicator.adjudicate({
-      proposal: { principal: spec.principal, session_id: spec.session_id, turn_id: spec.turn_id, call_id: spec.call_id, tool: spec.tool, args: spec.args },
-      policy,
-      now,
-      ...(prefs.disclosure !== undefined ? { disclosure: prefs.disclosure } : {})
-    })
-    // Whatever the adjudicator replaced the call with passes the floor too (any seam, not only plugins).
-    const replaced = a.executed.tool !== spec.tool ? floorRefusal(policy, spec.principal, a.executed.tool) : undefined
-    if (replaced !== undefined) return floorDenial(`the call was replaced with ${a.executed.tool}: ${replaced}`, a.executed, a.decisions)
-    return applyPreferences(a, prefs, spec)
-  })
-
-/** The kernel floor's DENY, after whatever decisions led to it. */
-const floorDenial = (reason: string, executed: Adjudication["executed"], decisions: Adjudication["decisions"] = []): Adjudication => ({
-  verdict: "DENY",
-  reasons: [{ by: "kernel", reason }],
-  decisions: [...decisions, { by: "kernel:floor", output: "DENY" }],
-  executed
-})
+/** The kernel's decision on a call's spec (runtime/policy/CallDecision.ts). */
+export const decide = (facts: HeldCallFacts, policy: ActivePolicy, now: number) => decideCall(facts.spec!, policy, now)
 
 /** The `adjudicate` action: records the verdict for the current generation and policy epoch. */
 export const adjudicate = (loaded: Loaded, policy: ActivePolicy) =>

@@ -1,0 +1,52 @@
+import { Effect } from "effect"
+import type { JsonObject } from "../schema/Json.js"
+import type { Preferences } from "../schema/Preferences.js"
+import type { ActivePolicy } from "./ActivePolicy.js"
+import { Adjudicator, type Adjudication } from "./Adjudicator.js"
+import { floorRefusal } from "./KernelFloor.js"
+import { adjudicatePolicyChange, PolicyApplyTool } from "./PolicyChange.js"
+import { applyPreferences, effectivePreferences } from "./Preferences.js"
+
+/** What the kernel decides a call on: who proposes which tool with which arguments, and its preferences. */
+export interface CallToDecide {
+  readonly principal: string
+  readonly session_id: string
+  readonly turn_id: string
+  readonly call_id: string
+  readonly tool: string
+  readonly args: JsonObject
+  readonly preferences?: Preferences | undefined
+}
+
+/**
+ * The kernel's decision on one call: the kernel floor, then the adjudicator, then per-call
+ * preferences (which only narrow). A principal with no grant for the tool is denied before any
+ * policy runs. The kernel's adjudicate action and `wk policy eval` both decide with this.
+ */
+export const decideCall = (spec: CallToDecide, policy: ActivePolicy, now: number) =>
+  Effect.gen(function* () {
+    // A policy change is decided by the kernel floor alone: no plugin decides its own widening.
+    if (spec.tool === PolicyApplyTool) return adjudicatePolicyChange(policy, spec.principal, spec.args)
+    const refused = floorRefusal(policy, spec.principal, spec.tool)
+    if (refused !== undefined) return floorDenial(refused, { tool: spec.tool, args: spec.args })
+    const adjudicator = yield* Adjudicator
+    const prefs = effectivePreferences(policy, spec.principal, spec.preferences)
+    const a = yield* adjudicator.adjudicate({
+      proposal: { principal: spec.principal, session_id: spec.session_id, turn_id: spec.turn_id, call_id: spec.call_id, tool: spec.tool, args: spec.args },
+      policy,
+      now,
+      ...(prefs.disclosure !== undefined ? { disclosure: prefs.disclosure } : {})
+    })
+    // Whatever the adjudicator replaced the call with passes the floor too (any seam, not only plugins).
+    const replaced = a.executed.tool !== spec.tool ? floorRefusal(policy, spec.principal, a.executed.tool) : undefined
+    if (replaced !== undefined) return floorDenial(`the call was replaced with ${a.executed.tool}: ${replaced}`, a.executed, a.decisions)
+    return applyPreferences(a, prefs, spec)
+  })
+
+/** The kernel floor's DENY, after whatever decisions led to it. */
+const floorDenial = (reason: string, executed: Adjudication["executed"], decisions: Adjudication["decisions"] = []): Adjudication => ({
+  verdict: "DENY",
+  reasons: [{ by: "kernel", reason }],
+  decisions: [...decisions, { by: "kernel:floor", output: "DENY" }],
+  executed
+})
