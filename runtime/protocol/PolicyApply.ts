@@ -3,6 +3,7 @@ import { Driver } from "../loops/Driver.js"
 import { PolicyStore } from "../policy/PolicyStore.js"
 import { classifyChange, policyCall, PolicyApplyTool } from "../policy/PolicyChange.js"
 import { MaxProposeTtlMs, PolicyApplyPayload } from "../schema/Requests.js"
+import { jcsDigest } from "../schema/Canonical.js"
 import { forbidden, invalidRequest, proposeReply, unavailable, type Reply } from "./Replies.js"
 import { signedRequest, type Signed } from "./Request.js"
 import { record } from "./Propose.js"
@@ -17,9 +18,9 @@ import type { ProposeCall } from "../schema/Requests.js"
  * the new policy in the background, paced and sharded across kernels
  * (runtime/loops/PolicyReevaluation.ts); none can be dispatched on evidence checked under an
  * older epoch meanwhile (Reconciler: `mayDispatch`).
- * An expired envelope is refused; one whose nonce this admin already applied is a duplicate
- * (`duplicate: true` and the epoch that apply made), so a captured envelope never reverts a
- * later change. A widening's envelope sent again is the same held call.
+ * An expired envelope is refused; one whose nonce this admin already applied (or, without a
+ * nonce, whose signed payload was already applied) is a duplicate (`duplicate: true` and the
+ * epoch that apply made), so a captured envelope never reverts a later change. A widening's envelope sent again is the same held call.
  */
 export const policyApply = (data: Uint8Array) =>
   Effect.gen(function* () {
@@ -32,12 +33,13 @@ export const policyApply = (data: Uint8Array) =>
     if (change._tag === "Invalid") return invalidRequest(change.message, change.field)
     // A widening is itself a governed call that another admin must witness.
     if (change._tag === "Widening") return yield* heldChange({ envelope, policy, payload: { op: "propose", principal: p.principal, ...policyCall(p.profile), tool: PolicyApplyTool, args: { profile: p.profile } } })
-    if (p.nonce === undefined) {
-      const next = yield* store.apply(change.profiles, { envelope })
-      return { status: 200, policy_epoch: next.epoch } satisfies Reply
-    }
-    const expiresAt = p.expires_at ?? new Date(Date.now() + MaxProposeTtlMs).toISOString()
-    const applied = yield* store.applyOnce(change.profiles, { principal: p.principal, nonce: p.nonce, expires_at: expiresAt }, { envelope })
+    // Without a nonce (a client written before nonces), the signed payload itself is the nonce,
+    // kept for as long as the envelope could be valid: without an expiry, for good. The same
+    // profile applied again without a nonce is then a duplicate too; clients that send nonces
+    // (wk, the client library) can apply any profile again.
+    const nonce = p.nonce ?? `payload-sha256:${jcsDigest(p)}`
+    const expiresAt = p.expires_at ?? (p.nonce === undefined ? NeverExpires : new Date(Date.now() + MaxProposeTtlMs).toISOString())
+    const applied = yield* store.applyOnce(change.profiles, { principal: p.principal, nonce, expires_at: expiresAt }, { envelope })
     if (applied.duplicate !== undefined) return { status: 200, duplicate: true, policy_epoch: applied.duplicate } satisfies Reply
     return { status: 200, policy_epoch: applied.policy.epoch } satisfies Reply
   })
@@ -46,6 +48,9 @@ export const policyApply = (data: Uint8Array) =>
  * A widening becomes the held call of `kernel_policy_apply`, recorded with the admin's signed
  * `policy.apply` request as its proposal; it answers like a proposal (202 while it waits).
  */
+/** How long a nonce-less, expiry-less envelope's payload is remembered: for good. */
+const NeverExpires = "9999-12-31T23:59:59.999Z"
+
 const heldChange = (req: Signed<ProposeCall>) =>
   Effect.gen(function* () {
     const p = req.payload

@@ -69,6 +69,18 @@ describe("policy.apply envelopes cannot be replayed", () => {
     expect(await transfer(700)).toMatchObject({ status: 200, outcome: "completed" })
   })
 
+  it("an envelope without nonce or expiry (a client written before them) cannot be replayed either", async () => {
+    const legacy = root.sign({ op: "policy.apply", profile: withThreshold(600) } as never)
+    const applied = await send(legacy)
+    expect(applied).toMatchObject({ status: 200 })
+    const epoch = applied["policy_epoch"] as number
+    // (another threshold than the first test's widening: the same change is the same held call)
+    const widened = await applyPolicyWitnessed(root, ops, withThreshold(1100))
+    expect(widened.status).toBe(200)
+    expect(await send(legacy)).toMatchObject({ status: 200, duplicate: true, policy_epoch: epoch })
+    expect(await transfer(700)).toMatchObject({ status: 200, outcome: "completed" })
+  })
+
   it("an expired envelope is refused, and so is one that would stay valid too long", async () => {
     expect(await send(applyEnvelope(withThreshold(400), { expires_at: inMinutes(-1) }))).toMatchObject({ status: 409, error: { code: "envelope_expired", path: "payload.expires_at" } })
     expect(await send(applyEnvelope(withThreshold(400), { expires_at: inMinutes(60 * 24) }))).toMatchObject({ status: 400, error: { path: "payload.expires_at" } })
