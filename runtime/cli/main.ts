@@ -23,6 +23,7 @@ const registry: ReadonlyArray<{ name: string; summary: string; load: () => Promi
   { name: "cancel", summary: "cancel a held call (its proposer or a policy admin)", load: async () => (await import("./WitnessCommands.js")).cancelCommand as AnyCommand },
   { name: "result", summary: "print a held call's delivered result (--wait until there is one)", load: async () => (await import("./WitnessCommands.js")).resultCommand as AnyCommand },
   { name: "ack", summary: "acknowledge a delivered result so it is not delivered again", load: async () => (await import("./WitnessCommands.js")).ackCommand as AnyCommand },
+  { name: "events", summary: "follow the event log live, every call's events (tail), filterable", load: async () => (await import("./EventsCommand.js")).eventsCommand as AnyCommand },
   { name: "status", summary: "streams, consumer lag, open calls by state, policy epoch, plugins, kernels", load: async () => (await import("./StatusCommand.js")).statusCommand as AnyCommand },
   { name: "audit", summary: "replay the event log and check every decision; export and verify a call", load: async () => (await import("./AuditCommands.js")).auditCommand as AnyCommand },
   { name: "profile", summary: "show the merged policy for a call and which layer set each part", load: async () => (await import("./ProfileCommands.js")).profileCommand as AnyCommand },
