@@ -99,6 +99,7 @@ describe("a tool failure is its own outcome", () => {
     bank.stop()
     bank = await new DemoBank({ openingBalance: 100, ledger: await kvDemoBankLedger(kernelConn) }).restore()
     bank.serve(toolConn)
+    await toolConn.flush() // the bank's subscription reaches the server before the next request
     expect(bank.balance("rich")).toBe(60)
     expect(bank.balance("shop-r")).toBe(140)
     // The same key again is the same transfer, not a second one; a new key sees the kept balance.
