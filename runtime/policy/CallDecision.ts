@@ -1,20 +1,13 @@
 import { Effect } from "effect"
-import type { JsonObject } from "../schema/Json.js"
 import type { Preferences } from "../schema/Preferences.js"
 import type { ActivePolicy } from "./ActivePolicy.js"
-import { Adjudicator, type Adjudication } from "./Adjudicator.js"
+import { Adjudicator, type Adjudication, type Proposal } from "./Adjudicator.js"
 import { floorRefusal } from "./KernelFloor.js"
 import { adjudicatePolicyChange, PolicyApplyTool } from "./PolicyChange.js"
 import { applyPreferences, effectivePreferences } from "./Preferences.js"
 
 /** What the kernel decides a call on: who proposes which tool with which arguments, and its preferences. */
-export interface CallToDecide {
-  readonly principal: string
-  readonly session_id: string
-  readonly turn_id: string
-  readonly call_id: string
-  readonly tool: string
-  readonly args: JsonObject
+export interface CallToDecide extends Proposal {
   readonly preferences?: Preferences | undefined
 }
 

@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { execFile, spawn } from "node:child_process"
+import { spawn } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { promisify } from "node:util"
 import type { NatsConnection } from "@nats-io/transport-node"
 import { DemoBank } from "../../runtime/executor/DemoBank.js"
 import type { WitnessClient } from "../../runtime/client/Client.js"
@@ -11,6 +10,7 @@ import { startTestNats, type TestNats } from "../support/TestNats.js"
 import { clientFor, connectAs, testProfile } from "../support/Principals.js"
 import { startKernel, type InProcessKernel } from "../support/InProcessKernel.js"
 import { repoRoot } from "../../runtime/cli/Paths.js"
+import { wkIn } from "../support/WkProcess.js"
 import { eventually } from "../support/Stream.js"
 
 // `wk events tail` prints every call's events from the stream, filtered by call, tool and type.
@@ -22,20 +22,9 @@ let alice: WitnessClient
 let bank: DemoBank
 const ids: Record<string, string> = {}
 
-const run = promisify(execFile)
 const elsewhere = mkdtempSync(join(tmpdir(), "wk-cwd-"))
 const configDir = mkdtempSync(join(tmpdir(), "wk-config-"))
-const wk = async (...args: Array<string>) => {
-  const env: Record<string, string | undefined> = { ...process.env, NATS_URL: `nats://${nats.servers}`, WK_CONFIG_DIR: configDir }
-  delete env["WK_CONTEXT"]
-  try {
-    const r = await run(process.execPath, [join(repoRoot, "runtime", "cli", "wk.mjs"), ...args], { cwd: elsewhere, env, timeout: 90_000 })
-    return { code: 0, stdout: r.stdout, stderr: r.stderr }
-  } catch (e) {
-    const x = e as { code: number; stdout: string; stderr: string }
-    return { code: x.code, stdout: x.stdout, stderr: x.stderr }
-  }
-}
+const wk = wkIn(() => nats.servers, elsewhere, configDir)
 const lines = (stdout: string) => stdout.trim().split("\n").filter((l) => l !== "").map((l) => JSON.parse(l) as { seq: number; held_id: string; tool: string | null; event: { type: string } })
 
 beforeAll(async () => {

@@ -1,9 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { execFile } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { promisify } from "node:util"
 import type { NatsConnection } from "@nats-io/transport-node"
 import { DemoBank } from "../../runtime/executor/DemoBank.js"
 import { kvDemoBankLedger } from "../../runtime/executor/DemoBankLedger.js"
@@ -11,7 +9,7 @@ import { startTestNats, type TestNats } from "../support/TestNats.js"
 import { clientFor, connectAs, testProfile } from "../support/Principals.js"
 import { startKernel, type InProcessKernel } from "../support/InProcessKernel.js"
 import { ExitCode } from "../../runtime/cli/Exit.js"
-import { repoRoot } from "../../runtime/cli/Paths.js"
+import { wkIn } from "../support/WkProcess.js"
 import { Subjects } from "../../runtime/schema/Subjects.js"
 
 // A tool that runs and reports a failure (the bank refusing a transfer for want of funds) is
@@ -22,20 +20,9 @@ let toolConn: NatsConnection
 let kernelConn: NatsConnection
 let bank: DemoBank
 
-const run = promisify(execFile)
 const elsewhere = mkdtempSync(join(tmpdir(), "wk-cwd-"))
 const configDir = mkdtempSync(join(tmpdir(), "wk-config-"))
-const wk = async (...args: Array<string>) => {
-  const env: Record<string, string | undefined> = { ...process.env, NATS_URL: `nats://${nats.servers}`, WK_CONFIG_DIR: configDir }
-  delete env["WK_CONTEXT"]
-  try {
-    const r = await run(process.execPath, [join(repoRoot, "runtime", "cli", "wk.mjs"), ...args], { cwd: elsewhere, env, timeout: 90_000 })
-    return { code: 0, stdout: r.stdout, stderr: r.stderr }
-  } catch (e) {
-    const x = e as { code: number; stdout: string; stderr: string }
-    return { code: x.code, stdout: x.stdout, stderr: x.stderr }
-  }
-}
+const wk = wkIn(() => nats.servers, elsewhere, configDir)
 
 beforeAll(async () => {
   nats = await startTestNats()
