@@ -103,6 +103,9 @@ const pluginsOption = Options.text("plugins").pipe(Options.withDefault(join(repo
 const hostDataOption = Options.text("host-data").pipe(Options.optional, Options.withDescription('data plugins read, as JSON: {"counters":{"spent_today":{"agent:alice":700}},"kv":{...}}'))
 const json = Options.boolean("json").pipe(Options.withDescription("print JSON instead of text"))
 
+/** `wk policy eval`'s exit code per verdict: those of `wk propose` for the same decision. */
+const exitOfVerdict = { ALLOW: ExitCode.ok, REQUIRE_WITNESS: ExitCode.held, DENY: ExitCode.denied, REFUSED: ExitCode.refused } as const
+
 const evalCommand = Command.make(
   "eval",
   {
@@ -125,6 +128,8 @@ const evalCommand = Command.make(
       const call = { principal: a.principal, tool: a.tool, args, preferences }
       const e = yield* Effect.promise(() => ev.evaluate(call)).pipe(Effect.ensuring(Effect.promise(() => ev.dispose())))
       yield* Console.log(a.json ? JSON.stringify(e, null, 2) : describe(call, e))
+      // The exit code is the verdict's, as `wk propose` would exit on the same decision.
+      process.exitCode = exitOfVerdict[e.verdict]
     })
 ).pipe(Command.withDescription("Decide a call offline as the kernel would under the profiles and pinned plugins (like `opa eval`)"))
 

@@ -6,7 +6,7 @@ import { join } from "node:path"
 import { promisify } from "node:util"
 import type { NatsConnection } from "@nats-io/transport-node"
 import { DemoBank } from "../../runtime/executor/DemoBank.js"
-import { ExitCode } from "../../runtime/cli/Exit.js"
+import { ExitCode, exitOfReply } from "../../runtime/cli/Exit.js"
 import { repoRoot } from "../../runtime/cli/Paths.js"
 import { startTestNats, type TestNats } from "../support/TestNats.js"
 import { clientFor, connectAs, testProfile } from "../support/Principals.js"
@@ -40,7 +40,7 @@ describe("wk policy eval and test, offline", () => {
   it("eval gives the shipped profiles' decision with their pinned plugins, without NATS", async () => {
     const r = await wk("policy", "eval", "money_transfer", '{"from":"alice","to":"bob","amount":2500}', "--principal", "agent:alice", "--json")
     expect(r.stderr).toBe("")
-    expect(r.code).toBe(0)
+    expect(r.code).toBe(ExitCode.held) // the exit code is the verdict's, as wk propose's
     const e = JSON.parse(r.stdout)
     expect(e.verdict).toBe("REQUIRE_WITNESS")
     expect(e.rule).toEqual({ any: [{ all: [{ class: "human" }, { class: "fraud" }] }, { class: "breakglass" }] })
@@ -99,9 +99,11 @@ describe("against a live kernel", () => {
     const Status = { ALLOW: 200, REQUIRE_WITNESS: 202, DENY: 403 } as const
     for (const [i, amount] of [100, 2_500, 200_000].entries()) {
       const args = { from: `eval-${i}`, to: "shop", amount }
-      const e = JSON.parse((await wk("policy", "eval", "money_transfer", JSON.stringify(args), "--principal", "agent:alice", "--profiles", profileFile, "--json")).stdout) as { verdict: keyof typeof Status }
+      const r = await wk("policy", "eval", "money_transfer", JSON.stringify(args), "--principal", "agent:alice", "--profiles", profileFile, "--json")
+      const e = JSON.parse(r.stdout) as { verdict: keyof typeof Status }
       const live = await alice.propose({ session_id: "s-eval", turn_id: "t1", call_id: `eval${i}`, tool: "money_transfer", args })
       expect(live.status).toBe(Status[e.verdict])
+      expect(r.code).toBe(exitOfReply(live))
     }
   }, 180_000)
 
