@@ -2,6 +2,7 @@ import { Args, Command, Options } from "@effect/cli"
 import { Console, Effect, Option } from "effect"
 import { createInterface } from "node:readline/promises"
 import type { Delivery } from "../client/Client.js"
+import type { JsonValue } from "../schema/Json.js"
 import { ask, CliError, connectClient } from "./Connect.js"
 import { ExitCode, exitOfReply } from "./Exit.js"
 import { readHeld, stateOf } from "./HeldCommands.js"
@@ -90,6 +91,39 @@ const cancelCommand = Command.make(
     }).pipe(Effect.scoped)
 ).pipe(Command.withDescription("Cancel a held call (its proposer or a policy admin); refused once the effect may have started"))
 
+/**
+ * `wk settle`: a signed statement that an unknown outcome did or did not happen, by a read-back
+ * witness the contract or the tool's rule names, or by a policy admin (wk.v1.held.settle).
+ */
+const settleCommand = Command.make(
+  "settle",
+  {
+    heldId: heldIdArg,
+    principal: principalOpt,
+    key: keyOpt,
+    happened: Options.boolean("happened").pipe(Options.withDescription("the effect happened (read back from the system of record)")),
+    noEffect: Options.boolean("no-effect").pipe(Options.withDescription("the effect did not happen")),
+    result: Options.text("result").pipe(Options.optional, Options.withDescription("what was read back, as JSON (with --happened)")),
+    reason: Options.text("reason").pipe(Options.optional, Options.withDescription("why, signed and delivered with the outcome (at most 500 characters)")),
+    json
+  },
+  (o) =>
+    Effect.gen(function* () {
+      if (o.happened === o.noEffect) return yield* new CliError({ message: "say what happened: exactly one of --happened or --no-effect", exit: ExitCode.usage })
+      const resultText = Option.getOrUndefined(o.result)
+      const result =
+        resultText === undefined
+          ? undefined
+          : yield* Effect.try({ try: () => JSON.parse(resultText) as JsonValue, catch: () => new CliError({ message: `--result is not JSON: ${resultText.slice(0, 200)}`, exit: ExitCode.usage }) })
+      const client = yield* connectClient("witness", o.principal, Option.getOrUndefined(o.key))
+      const reply = yield* ask(`settle ${o.heldId}`, () =>
+        client.settle(o.heldId, o.happened ? "effect_happened" : "no_effect", { ...(result !== undefined ? { result } : {}), ...(Option.isSome(o.reason) ? { reason: o.reason.value } : {}) })
+      )
+      yield* Console.log(o.json ? JSON.stringify(reply, null, 2) : reply.status < 300 ? `settled ${o.heldId}: ${o.happened ? "effect happened" : "no effect"} (${reply.authority ?? "accepted"})` : `${reply.status} ${reply.reason ?? reply.error?.message ?? JSON.stringify(reply)}`)
+      if (reply.status >= 300) process.exitCode = exitOfReply(reply)
+    }).pipe(Effect.scoped)
+).pipe(Command.withDescription("Settle a call whose outcome is unknown: the effect happened (--happened) or not (--no-effect); signed"))
+
 const asOpt = Options.text("as").pipe(Options.withDefault("agent:alice"), Options.withDescription("the proposing principal (it signs the acknowledgement)"))
 
 /** The tool ran and reported a failure: `tool_failed` (or, from an older kernel, `completed` with `ok: false`). */
@@ -157,4 +191,4 @@ const ackCommand = Command.make(
     }).pipe(Effect.scoped)
 ).pipe(Command.withDescription("Acknowledge a held call's delivered result, so the kernel stops re-delivering it"))
 
-export { ackCommand, attestCommand, cancelCommand, resultCommand }
+export { ackCommand, attestCommand, cancelCommand, resultCommand, settleCommand }

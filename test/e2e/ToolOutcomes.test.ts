@@ -8,6 +8,11 @@ import { startTestNats, type TestNats } from "../support/TestNats.js"
 import { clientFor, connectAs, testProfile } from "../support/Principals.js"
 import { profileDir, startKernelProcess, type KernelProcess } from "../support/KernelProcess.js"
 import { eventsOf, eventually } from "../support/Stream.js"
+import { wkIn } from "../support/WkProcess.js"
+import { ExitCode } from "../../runtime/cli/Exit.js"
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 
 // Every execution state ends: a tool that nobody serves is retried until it is back; an unknown
 // outcome is settled by read-back, by re-sending to an idempotent tool, by a read-back witness
@@ -20,7 +25,6 @@ let echoConn: NatsConnection
 let kernelConn: NatsConnection
 let alice: WitnessClient
 let carol: WitnessClient
-let root: WitnessClient
 let kernel: KernelProcess
 const profile = testProfile({
   grants: { "agent:alice": ["money_transfer", "no_readback_op", "idempotent_op"] },
@@ -30,6 +34,8 @@ const profile = testProfile({
     idempotent_op: { idempotent: true }
   }
 })
+
+const wk = wkIn(() => nats.servers, mkdtempSync(join(tmpdir(), "wk-cwd-")), mkdtempSync(join(tmpdir(), "wk-config-")))
 
 let n = 0
 const call = (tool: string, args: JsonObject) => ({ session_id: "s-outcomes", turn_id: "t1", call_id: `o${++n}`, tool, args })
@@ -59,7 +65,6 @@ beforeAll(async () => {
   kernelConn = await connectAs(nats.servers, "kernel")
   alice = clientFor(agentConn, "agent:alice")
   carol = clientFor(witnessConn, "user:carol")
-  root = clientFor(witnessConn, "admin:root")
   kernel = await startKernelProcess(nats.servers, profileDir([profile]), { WK_LEASE_MS: "1500", WK_TOOL_TIMEOUT_MS: "1000" })
 }, 60_000)
 
@@ -136,8 +141,12 @@ describe("an unknown outcome", () => {
       const h = (await alice.propose(call("no_readback_op", { n: 2 }))) as Held
       await approve(h)
       await eventually(async () => (await factsOf(h.held_id))["needs_witness"] === true, 30_000)
-      const r = await root.settle(h.held_id, "no_effect", { reason: "the service logs show no request" })
-      expect(r).toMatchObject({ status: 202, authority: "admin" })
+      // The admin settles it with `wk settle`, as a person would.
+      const bad = await wk("settle", h.held_id, "--principal", "admin:root")
+      expect(bad.code, bad.stderr).toBe(ExitCode.usage)
+      const r = await wk("settle", h.held_id, "--principal", "admin:root", "--no-effect", "--reason", "the service logs show no request", "--json")
+      expect(r.code, r.stderr).toBe(0)
+      expect(JSON.parse(r.stdout)).toMatchObject({ status: 202, authority: "admin" })
       const f = await ended(h.held_id)
       expect(f).toMatchObject({ lifecycle: "completed", execution: "effect-recorded" })
       expect(JSON.stringify(f["result"])).toMatch(/did not happen \(admin admin:root: the service logs show no request\)/)
