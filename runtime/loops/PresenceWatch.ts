@@ -31,13 +31,6 @@ export const probeSession = (sessionId: string) =>
     )
   })
 
-/** Marks a parked call to be cancelled if its session disconnects. */
-export const watchSession = (heldId: string, sessionId: string) =>
-  Effect.gen(function* () {
-    const { kv } = yield* Nats
-    yield* Effect.promise(async () => (await kv(Buckets.presence)).put(heldId, sessionId)).pipe(Effect.ignore)
-  })
-
 /** Cancels a parked call whose session is gone, unless its effect may have started. */
 const cancelForDisconnect = (heldId: string, sessionId: string) =>
   Effect.gen(function* () {
