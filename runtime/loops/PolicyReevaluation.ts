@@ -5,6 +5,7 @@ import { HeldCallStore } from "../ledger/HeldCallStore.js"
 import { acquireLease, releaseLease, type Lease } from "../ledger/Leases.js"
 import { LedgerError } from "../ledger/LedgerError.js"
 import { Nats } from "../ledger/Nats.js"
+import { openHeldIds, shardOf } from "../ledger/OpenIndex.js"
 import { wake } from "../ledger/Wakes.js"
 import { beforeDispatch } from "../heldcall/Facts.js"
 import { PolicyStore } from "../policy/PolicyStore.js"
@@ -13,16 +14,6 @@ import { ReevaluationKeyPrefix, ReevaluationProgress, reevaluationKey } from "..
 import { Buckets } from "../schema/Subjects.js"
 import { eventOf } from "./Actions.js"
 import { Driver, type Driven } from "./Driver.js"
-
-/** The shard a held call belongs to: FNV-1a of its id, modulo the shard count. */
-export const shardOf = (heldId: string, shards: number): number => {
-  let h = 0x811c9dc5
-  for (let i = 0; i < heldId.length; i++) {
-    h ^= heldId.charCodeAt(i)
-    h = Math.imul(h, 0x01000193) >>> 0
-  }
-  return h % shards
-}
 
 /** What this kernel process is re-evaluating right now (its `wk.v1.admin.status` answer shows it). */
 export interface ReevaluationWork {
@@ -55,7 +46,8 @@ const ProgressEveryMs = 250
  * whose evidence was not checked under the epoch in force cannot be dispatched (Reconciler).
  */
 export const runPolicyReevaluation = Effect.gen(function* () {
-  const { kv } = yield* Nats
+  const nats = yield* Nats
+  const { kv } = nats
   const store = yield* HeldCallStore
   const driver = yield* Driver
   const policies = yield* PolicyStore
@@ -77,16 +69,7 @@ export const runPolicyReevaluation = Effect.gen(function* () {
   const writeProgress = (p: ReevaluationProgress) =>
     Effect.flatMap(policyBucket, (b) => ledger("write re-evaluation progress", () => b.put(reevaluationKey(p.epoch, p.shard), JSON.stringify(p))))
 
-  /** Every open held call's id, ascending (the walk's order, so a cursor means the same after a restart). */
-  const listOpen = Effect.flatMap(
-    ledger("open index", () => kv(Buckets.open)),
-    (b) =>
-      ledger("list open held calls", async () => {
-        const ids: Array<string> = []
-        for await (const k of await b.keys()) ids.push(k)
-        return ids.sort()
-      })
-  )
+  const listOpen = Effect.provideService(openHeldIds, Nats, nats)
 
   /** Records `policy.epoch_changed` on one open call (unless it already has it) and drives it. */
   const reevaluate = (epoch: number, heldId: string) =>

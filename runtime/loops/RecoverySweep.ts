@@ -1,37 +1,12 @@
 import { Duration, Effect, Schedule } from "effect"
-import { Nats } from "../ledger/Nats.js"
 import { acquireLease } from "../ledger/Leases.js"
-import { LedgerError } from "../ledger/LedgerError.js"
+import { openHeldIds, shardOf } from "../ledger/OpenIndex.js"
 import { wake } from "../ledger/Wakes.js"
-import { Buckets } from "../schema/Subjects.js"
 import { KernelConfig } from "../KernelConfig.js"
 import { Driver } from "./Driver.js"
 
 /** How many shards the open-call index is split into; each is swept by whichever kernel leases it. */
 export const SweepShards = 16
-
-/** The shard of a held call: FNV-1a of its id, so every kernel agrees without coordination. */
-export const shardOf = (heldId: string): number => {
-  let h = 0x811c9dc5
-  for (let i = 0; i < heldId.length; i++) {
-    h ^= heldId.charCodeAt(i)
-    h = Math.imul(h, 0x01000193)
-  }
-  return (h >>> 0) % SweepShards
-}
-
-const openHeldIds = Effect.gen(function* () {
-  const { kv } = yield* Nats
-  return yield* Effect.tryPromise({
-    try: async () => {
-      const bucket = await kv(Buckets.open)
-      const keys: Array<string> = []
-      for await (const k of await bucket.keys()) keys.push(k)
-      return keys
-    },
-    catch: (cause) => new LedgerError({ operation: `list ${Buckets.open}`, message: String(cause), cause })
-  })
-})
 
 /**
  * One pass of the recovery sweep: for every shard this kernel can lease (held for one interval,
@@ -51,7 +26,7 @@ export const sweepOnce = Effect.gen(function* () {
   }
   if (shards.length === 0) return 0
   const mine = new Set(shards)
-  const ids = (yield* openHeldIds).filter((id) => mine.has(shardOf(id)))
+  const ids = (yield* openHeldIds).filter((id) => mine.has(shardOf(id, SweepShards)))
   const spacing = Duration.millis(1000 / Math.max(1, cfg.sweepRatePerSec))
   yield* Effect.forEach(
     ids,
