@@ -29,3 +29,21 @@ export const shardOf = (heldId: string, shards: number): number => {
   }
   return (h >>> 0) % shards
 }
+
+/** Adds a held call to the open-call index (`wk_open`): the recovery sweep and policy changes revisit it. */
+export const indexOpen = (heldId: string): Effect.Effect<void, LedgerError, Nats> =>
+  Effect.flatMap(Nats, ({ kv }) =>
+    Effect.tryPromise({
+      try: async () => void (await (await kv(Buckets.open)).put(heldId, "1")),
+      catch: (cause) => new LedgerError({ operation: `index ${heldId} in ${Buckets.open}`, message: String(cause), cause })
+    })
+  )
+
+/** Removes a held call from the open-call index. */
+export const unindexOpen = (heldId: string): Effect.Effect<void, LedgerError, Nats> =>
+  Effect.flatMap(Nats, ({ kv }) =>
+    Effect.tryPromise({
+      try: async () => void (await (await kv(Buckets.open)).delete(heldId)),
+      catch: (cause) => new LedgerError({ operation: `unindex ${heldId} from ${Buckets.open}`, message: String(cause), cause })
+    })
+  )
