@@ -1,7 +1,7 @@
 import { Effect, Layer } from "effect"
 import { layerKernelConfig, KernelConfig } from "./KernelConfig.js"
 import { layerNats, Nats, type NatsOptions } from "./ledger/Nats.js"
-import { layerHeldCallStore } from "./ledger/HeldCallStore.js"
+import { layerNatsLedger } from "./ledger/LedgerPorts.js"
 import { provision } from "./ledger/Provision.js"
 import { retentionOf } from "./ledger/Retention.js"
 import { layerHeldIds } from "./protocol/HeldIds.js"
@@ -78,7 +78,7 @@ export const layerKernel = (opts: KernelOptions) => {
     : layerPolicySeams.pipe(Layer.provide(provisioned), Layer.provide(nats))
   const heldIds = layerHeldIds.pipe(Layer.provide(provisioned), Layer.provide(nats))
   const base = Layer.mergeAll(nats, layerKernelConfig(opts.config ?? {}), seams, heldIds)
-  const stores = Layer.mergeAll(layerHeldCallStore, layerPolicyStore(opts.profiles)).pipe(Layer.provide(provisioned), Layer.provideMerge(base))
+  const stores = Layer.mergeAll(layerNatsLedger, layerPolicyStore(opts.profiles)).pipe(Layer.provide(provisioned), Layer.provideMerge(base))
   return layerDriver.pipe(Layer.provideMerge(stores))
 }
 

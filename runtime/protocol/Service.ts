@@ -1,6 +1,7 @@
 import { Cause, Effect } from "effect"
 import type { Subscription } from "@nats-io/transport-node"
 import { Nats } from "../ledger/Nats.js"
+import type { LedgerPorts } from "../ledger/LedgerPorts.js"
 import type { HeldCallStore } from "../ledger/HeldCallStore.js"
 import type { PolicyStore } from "../policy/PolicyStore.js"
 import type { Driver } from "../loops/Driver.js"
@@ -18,7 +19,7 @@ import { unavailable, type Reply } from "./Replies.js"
 import type { Rejected } from "./Request.js"
 import { serveRequests } from "./internal/serveRequests.js"
 
-type Deps = Nats | HeldCallStore | PolicyStore | Driver | KernelConfig | HeldIds
+type Deps = Nats | LedgerPorts | PolicyStore | Driver | KernelConfig | HeldIds
 type Handler = (data: Uint8Array) => Effect.Effect<Reply, Rejected | { readonly _tag: "LedgerError"; readonly message: string }, Deps>
 
 /**
