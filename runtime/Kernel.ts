@@ -1,7 +1,7 @@
 import { Effect, Layer } from "effect"
 import { layerKernelConfig, KernelConfig } from "./KernelConfig.js"
 import { layerNats, Nats, type NatsOptions } from "./ledger/Nats.js"
-import { layerHeldCallStore } from "./ledger/HeldCallStore.js"
+import { layerNatsLedger } from "./ledger/LedgerPorts.js"
 import { provision } from "./ledger/Provision.js"
 import { retentionOf } from "./ledger/Retention.js"
 import { layerHeldIds } from "./protocol/HeldIds.js"
@@ -80,7 +80,7 @@ export const layerKernel = (opts: KernelOptions) => {
   const heldIds = layerHeldIds.pipe(Layer.provide(provisioned), Layer.provide(nats))
   const config = layerKernelConfig(opts.config ?? {})
   const base = Layer.mergeAll(nats, config, layerAllowLatency.pipe(Layer.provide(config)), seams, heldIds)
-  const stores = Layer.mergeAll(layerHeldCallStore, layerPolicyStore(opts.profiles)).pipe(Layer.provide(provisioned), Layer.provideMerge(base))
+  const stores = Layer.mergeAll(layerNatsLedger, layerPolicyStore(opts.profiles)).pipe(Layer.provide(provisioned), Layer.provideMerge(base))
   return layerDriver.pipe(Layer.provideMerge(stores))
 }
 

@@ -1,10 +1,9 @@
 import { Effect } from "effect"
 import type { Loaded } from "../ledger/HeldCallStore.js"
 import { HeldCallStore } from "../ledger/HeldCallStore.js"
-import { Nats } from "../ledger/Nats.js"
+import { Outbox } from "../ledger/Outbox.js"
 import { wake } from "../ledger/Wakes.js"
 import { watchSession } from "../ledger/PresenceMarks.js"
-import { Subjects } from "../schema/Subjects.js"
 import type { Adjudication } from "../policy/Adjudicator.js"
 import type { ActivePolicy } from "../policy/ActivePolicy.js"
 import { decideCall } from "../policy/CallDecision.js"
@@ -89,8 +88,7 @@ export const adjudicate = (loaded: Loaded, policy: ActivePolicy) =>
       yield* wake(f.held_id)
       if (effectivePreferences(policy, spec.principal, spec.preferences).cancel_on_disconnect === true) yield* watchSession(f.held_id, spec.session_id)
       // Witness routes listen here; the request is a notification, the held call is the truth.
-      const { nc } = yield* Nats
-      yield* Effect.sync(() => nc.publish(Subjects.witnessRequests(f.held_id), JSON.stringify({ held_id: f.held_id, generation, expires_at: held.expires_at, witness_request: held.witness_request })))
+      yield* (yield* Outbox).requestWitnesses(f.held_id, { held_id: f.held_id, generation, expires_at: held.expires_at, witness_request: held.witness_request })
     }
     return progress
   })

@@ -1,7 +1,8 @@
 import { Context, Effect, Layer } from "effect"
-import { Nats } from "../ledger/Nats.js"
 import { HeldCallStore, type Freshness, type Loaded } from "../ledger/HeldCallStore.js"
 import type { AppendConflict, LedgerError } from "../ledger/LedgerError.js"
+import type { LedgerPorts } from "../ledger/LedgerPorts.js"
+import { OpenIndex } from "../ledger/OpenIndex.js"
 import { PolicyStore } from "../policy/PolicyStore.js"
 import { Adjudicator } from "../policy/Adjudicator.js"
 import { Admission } from "../policy/Admission.js"
@@ -10,7 +11,6 @@ import { KernelConfig } from "../KernelConfig.js"
 import { reconcile, type Action, type ReconcileContext } from "../heldcall/Reconciler.js"
 import type { HeldCallFacts } from "../schema/Facts.js"
 import { quiescent } from "../heldcall/Facts.js"
-import { Buckets } from "../schema/Subjects.js"
 import { execute, resolve } from "../executor/Executor.js"
 import { adjudicate } from "./Adjudicate.js"
 import { admit } from "./Admit.js"
@@ -42,10 +42,10 @@ export class Driver extends Context.Tag("wk/Driver")<
 >() {}
 
 export const makeDriver = Effect.gen(function* () {
-  const context = yield* Effect.context<Nats | HeldCallStore | PolicyStore | Adjudicator | Admission | KernelConfig>()
+  const context = yield* Effect.context<LedgerPorts | PolicyStore | Adjudicator | Admission | KernelConfig>()
   const store = Context.get(context, HeldCallStore)
   const policies = Context.get(context, PolicyStore)
-  const { kv } = Context.get(context, Nats)
+  const openIndex = Context.get(context, OpenIndex)
   const { delivery } = Context.get(context, KernelConfig)
 
   const contextFor = (policy: ActivePolicy): ReconcileContext => ({
@@ -57,7 +57,7 @@ export const makeDriver = Effect.gen(function* () {
     delivery
   })
 
-  type Deps = Nats | HeldCallStore | PolicyStore | Adjudicator | Admission | KernelConfig
+  type Deps = LedgerPorts | PolicyStore | Adjudicator | Admission | KernelConfig
   const perform = (action: Action, loaded: Loaded, policy: ActivePolicy): Effect.Effect<ActionResult, LedgerError | AppendConflict, Deps> => {
     const heldId = loaded.facts.held_id
     switch (action.kind) {
@@ -83,11 +83,7 @@ export const makeDriver = Effect.gen(function* () {
     const ends = after.held && quiescent(after) && !quiescent(before)
     // Most transitions touch neither: no effect, no promise.
     if (!parks && !ends) return Effect.void
-    return Effect.promise(async () => {
-      const open = await kv(Buckets.open)
-      if (parks) await open.put(after.held_id, "1")
-      if (ends) await open.delete(after.held_id)
-    }).pipe(Effect.ignore)
+    return Effect.zipRight(parks ? openIndex.add(after.held_id) : Effect.void, ends ? openIndex.remove(after.held_id) : Effect.void).pipe(Effect.ignore)
   }
 
   // Quiescent held calls this process has removed from the open index (bounded; a miss costs one read).
@@ -99,13 +95,13 @@ export const makeDriver = Effect.gen(function* () {
    */
   const unindexEnded = (f: HeldCallFacts) => {
     if (!quiescent(f) || !f.held || unindexed.has(f.held_id)) return Effect.void
-    return Effect.tryPromise(async () => {
-      const open = await kv(Buckets.open)
-      const entry = await open.get(f.held_id)
-      if (entry !== null && entry.operation === "PUT") await open.delete(f.held_id)
-      unindexed.add(f.held_id)
-      if (unindexed.size > 10_000) unindexed.delete(unindexed.values().next().value!)
-    }).pipe(Effect.ignore)
+    return openIndex.removeIfPresent(f.held_id).pipe(
+      Effect.tap(() => {
+        unindexed.add(f.held_id)
+        if (unindexed.size > 10_000) unindexed.delete(unindexed.values().next().value!)
+      }),
+      Effect.ignore
+    )
   }
 
   const drive = (heldId: string, freshness: Freshness = "fresh") =>

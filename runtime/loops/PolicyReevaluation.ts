@@ -4,7 +4,7 @@ import { HeldCallStore } from "../ledger/HeldCallStore.js"
 import { acquireLease, releaseLease, type Lease } from "../ledger/Leases.js"
 import { LedgerError } from "../ledger/LedgerError.js"
 import { Nats } from "../ledger/Nats.js"
-import { openHeldIds, shardOf } from "../ledger/OpenIndex.js"
+import { OpenIndex, shardOf } from "../ledger/OpenIndex.js"
 import { wake } from "../ledger/Wakes.js"
 import { beforeDispatch } from "../heldcall/Facts.js"
 import { PolicyStore } from "../policy/PolicyStore.js"
@@ -71,7 +71,7 @@ export const runPolicyReevaluation = Effect.gen(function* () {
   const writeProgress = (p: ReevaluationProgress) =>
     Effect.flatMap(policyBucket, (b) => ledger("write re-evaluation progress", () => b.put(reevaluationKey(p.epoch, p.shard), JSON.stringify(p))))
 
-  const listOpen = Effect.provideService(openHeldIds, Nats, nats)
+  const listOpen = (yield* OpenIndex).list
 
   /** Records `policy.epoch_changed` on one open call (unless it already has it) and drives it. */
   const reevaluate = (epoch: number, heldId: string) =>

@@ -1,6 +1,6 @@
 import { Duration, Effect, Schedule } from "effect"
 import { acquireLease } from "../ledger/Leases.js"
-import { openHeldIds, shardOf, unindexOpen } from "../ledger/OpenIndex.js"
+import { OpenIndex, openHeldIds, shardOf } from "../ledger/OpenIndex.js"
 import { quiescent } from "../heldcall/Facts.js"
 import { wake } from "../ledger/Wakes.js"
 import { KernelConfig } from "../KernelConfig.js"
@@ -38,7 +38,7 @@ export const sweepOnce = Effect.gen(function* () {
         if (driven.facts !== null && driven.requeueMs !== null) yield* wake(heldId)
         // A call indexed without being held (answered in the background) leaves the index here
         // once nothing is left to happen (the drive removes held ones).
-        if (driven.facts !== null && !driven.facts.held && quiescent(driven.facts)) yield* unindexOpen(heldId)
+        if (driven.facts !== null && !driven.facts.held && quiescent(driven.facts)) yield* (yield* OpenIndex).remove(heldId)
       }).pipe(Effect.ignore, Effect.zipLeft(Effect.sleep(spacing))),
     { discard: true }
   )

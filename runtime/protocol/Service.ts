@@ -1,6 +1,7 @@
 import { Cause, Effect } from "effect"
 import type { Subscription } from "@nats-io/transport-node"
 import { Nats } from "../ledger/Nats.js"
+import type { LedgerPorts } from "../ledger/LedgerPorts.js"
 import type { HeldCallStore } from "../ledger/HeldCallStore.js"
 import type { PolicyStore } from "../policy/PolicyStore.js"
 import type { Driver } from "../loops/Driver.js"
@@ -19,7 +20,7 @@ import { unavailable, type Reply } from "./Replies.js"
 import type { Rejected } from "./Request.js"
 import { serveRequests } from "./internal/serveRequests.js"
 
-type Deps = Nats | HeldCallStore | PolicyStore | Driver | KernelConfig | HeldIds | AllowLatency
+type Deps = Nats | LedgerPorts | PolicyStore | Driver | KernelConfig | HeldIds | AllowLatency
 type Handler = (data: Uint8Array) => Effect.Effect<Reply, Rejected | { readonly _tag: "LedgerError"; readonly message: string }, Deps>
 
 /** A proposal answered with the tool's result (an ALLOW) reports how long it took to AllowLatency. */
