@@ -17,6 +17,10 @@ export class FakeTool {
   loseReplies = 0
   /** Invokes to leave unanswered without applying anything (the dispatcher is meant to die meanwhile). */
   hangInvokes = 0
+  /** Down: no tool service answers (invoke and read-back reach no one). */
+  down = false
+  /** Goes down right after the next reply it loses. */
+  downAfterLostReply = false
 
   constructor(readonly name: string, readonly hasReadback = true) {}
 
@@ -35,6 +39,7 @@ export class FakeTool {
     const reply: InvokeReply = { ok: true, result: this.applied.get(idempotencyKey)! }
     if (this.loseReplies > 0) {
       this.loseReplies--
+      if (this.downAfterLostReply) this.down = true
       return "lost"
     }
     return { reply }

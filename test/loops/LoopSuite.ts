@@ -138,6 +138,26 @@ export const loopSuite = (b: Backend) => {
     expect(f.delivery_attempts).toBeGreaterThanOrEqual(1)
   }))
 
+  b.test("a lost reply, then the tool down at read-back: read-back is asked again with backoff until it is back; one effect", {}, Effect.gen(function* () {
+    const tool = new FakeTool(Tools.lost)
+    tool.loseReplies = 1
+    tool.downAfterLostReply = true
+    yield* b.serve(tool)
+    yield* runController()
+    const heldId = heldIdOf(yield* propose(proposal(tool.name, { wait: { mode: "background" } })))
+    const waiting = yield* b.eventually(Effect.map(factsOf(heldId), (f) => (f !== null && (f.readback_unreached?.attempts ?? 0) >= 2 ? f : undefined)), 15_000)
+    expect(waiting).toMatchObject({ execution: "outcome-unknown", needs_witness: false })
+    tool.down = false
+    const f = yield* settledCall(heldId, 60_000)
+    expect(f.outcome).toBe("completed")
+    expect(f.needs_witness).toBe(false)
+    expect(seenPrefix(f, "effect.readback_unreached")).toBeGreaterThanOrEqual(2)
+    expect(seenPrefix(f, "effect.readback")).toBe(1)
+    expect(f.effect?.ok).toBe(true)
+    expect(tool.effects).toBe(1)
+    expect(tool.invocations).toBe(1)
+  }))
+
   b.test("no responders: retried with backoff until the call expires, no effect", {}, Effect.gen(function* () {
     const reply = yield* propose(proposal(Tools.down, { wait: { mode: "background" }, expires_in_ms: 4_000 }))
     yield* runController()

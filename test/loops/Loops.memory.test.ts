@@ -4,7 +4,7 @@ import { type Context, Effect, Layer, TestClock } from "effect"
 import { layerMemoryLedger } from "../../runtime/ledger/memory/MemoryLedger.js"
 import { MemoryOutbox } from "../../runtime/ledger/memory/MemoryOutbox.js"
 import { MemoryTools } from "../../runtime/ledger/memory/MemoryToolClient.js"
-import { ToolUnanswered } from "../../runtime/ledger/ToolClient.js"
+import { NoResponders, ToolUnanswered, type InvokeReply } from "../../runtime/ledger/ToolClient.js"
 import { layerMemoryPolicyStore } from "../../runtime/policy/MemoryPolicyStore.js"
 import { layerLoops, layerNoNats, type Backend } from "./Backend.js"
 import { loopProfiles, loopSuite } from "./LoopSuite.js"
@@ -48,11 +48,12 @@ const memory: Backend = {
     Effect.sync(() =>
       tools.serve(tool.name, {
         invoke: (req) =>
-          Effect.suspend(() => {
+          Effect.suspend((): Effect.Effect<InvokeReply, ToolUnanswered | NoResponders> => {
+            if (tool.down) return Effect.fail(new NoResponders({ tool: tool.name }))
             const turn = tool.invoke(req.idempotencyKey, req.args)
             return turn === "hang" ? Effect.never : turn === "lost" ? Effect.fail(new ToolUnanswered({ tool: tool.name, reason: "the reply was lost" })) : Effect.succeed(turn.reply)
           }),
-        ...(tool.hasReadback ? { readback: (key: string) => Effect.sync(() => tool.readback(key)) } : {})
+        ...(tool.hasReadback ? { readback: (key: string) => (tool.down ? Effect.fail(new NoResponders({ tool: tool.name })) : Effect.sync(() => tool.readback(key))) } : {})
       })
     ),
   eventually: (probe, budgetMs) =>
