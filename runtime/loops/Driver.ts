@@ -1,4 +1,4 @@
-import { Context, Effect, Layer } from "effect"
+import { Context, Deferred, Effect, Exit, Layer } from "effect"
 import { Nats } from "../ledger/Nats.js"
 import { HeldCallStore, type Freshness, type Loaded } from "../ledger/HeldCallStore.js"
 import type { AppendConflict, LedgerError } from "../ledger/LedgerError.js"
@@ -36,6 +36,12 @@ export interface Handed {
   /** The committed facts the events were decided on (their sequence is the commit's expectation). */
   readonly base: Loaded
   readonly pending: ReadonlyArray<HeldEvent>
+  /**
+   * Completed once the handed events are durable (with the facts after the commit that carried
+   * them), or failed as the drive fails before that: a handler replies then, while the drive goes
+   * on (the attestation that releases a call is answered once its commit holds it).
+   */
+  readonly firstCommit?: Deferred.Deferred<Loaded, LedgerError | AppendConflict>
 }
 
 /** Most plan/act rounds one drive makes before it yields (the call is requeued, never spun). */
@@ -137,7 +143,7 @@ export const makeDriver = Effect.gen(function* () {
    * One drive. `loaded` is the committed view; `view` is it with `pending` folded in (what the
    * next step plans on). `commit` appends `pending` as one append and runs what waits on it.
    */
-  const run = (heldId: string, first: Loaded | null, handed: ReadonlyArray<HeldEvent>) =>
+  const run = (heldId: string, first: Loaded | null, handed: ReadonlyArray<HeldEvent>, firstCommit?: Deferred.Deferred<Loaded, LedgerError | AppendConflict>) =>
     Effect.gen(function* () {
       if (first === null) return { facts: null, requeueMs: null } satisfies Driven
       let loaded: Loaded = first
@@ -160,6 +166,7 @@ export const makeDriver = Effect.gen(function* () {
           const before = loaded.facts
           loaded = r.right
           view = loaded.facts
+          if (handedPending && firstCommit !== undefined) Deferred.unsafeDone(firstCommit, Exit.succeed(loaded))
           handedPending = false
           effect = null
           yield* index(before, loaded.facts)
@@ -253,8 +260,12 @@ export const makeDriver = Effect.gen(function* () {
       )
     )
 
-  const driveFrom = (heldId: string, handed: Handed) =>
-    store.serialized(heldId, run(heldId, handed.base, handed.pending).pipe(Effect.provide(context)))
+  const driveFrom = (heldId: string, handed: Handed) => {
+    const started = store.serialized(heldId, run(heldId, handed.base, handed.pending, handed.firstCommit).pipe(Effect.provide(context)))
+    const signal = handed.firstCommit
+    if (signal === undefined) return started
+    return started.pipe(Effect.onExit((exit) => (Exit.isFailure(exit) ? Deferred.failCause(signal, exit.cause) : Effect.void)))
+  }
 
   return Driver.of({ drive, driveFrom })
 })
