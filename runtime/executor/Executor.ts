@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { type Context, Effect } from "effect"
 import { KernelConfig } from "../KernelConfig.js"
 import { HeldCallStore, type Loaded } from "../ledger/HeldCallStore.js"
 import { acquireLease, releaseLease } from "../ledger/Leases.js"
@@ -9,7 +9,8 @@ import { PolicyStore } from "../policy/PolicyStore.js"
 import type { JsonValue } from "../schema/Json.js"
 import type { HeldCallFacts } from "../schema/Facts.js"
 import { eventOf, progress, requeue, type ActionResult } from "../loops/Actions.js"
-import { invokeTool, readbackTool } from "./ToolClient.js"
+import { invokeToolWith, readbackTool } from "./ToolClient.js"
+import type { Nats } from "../ledger/Nats.js"
 
 const leaseKey = (heldId: string) => `effect.${heldId}`
 
@@ -58,25 +59,26 @@ export const claim = (f: HeldCallFacts, ctx: ReconcileContext, owner: string, le
  * Calls the tool of a claimed call (`f`: the facts with the committed claim) with its
  * idempotency key, and returns what to record: the effect, an unreached tool (no effect
  * happened, try again later), or a lost reply (`outcome-unknown`, settled later by read-back).
+ * One promise on the given connection: no fiber steps between the claim and the record.
  */
-export const invoke = (f: HeldCallFacts) =>
-  Effect.gen(function* () {
-    const cfg = yield* KernelConfig
+export const invoke = (nats: Context.Tag.Service<typeof Nats>, toolTimeoutMs: number, f: HeldCallFacts): Effect.Effect<HeldEvent> =>
+  Effect.promise(async () => {
     const heldId = f.held_id
     const call = canonicalCall(f)!
     const key = f.spec!.idempotency_key
     const attempt = f.dispatch_attempts
     const base = { held_id: heldId, generation: f.generation }
-    const outcome = yield* invokeTool(call.tool, heldId, key, call.args, cfg.toolTimeoutMs).pipe(Effect.either)
+    const outcome = await invokeToolWith(nats, call.tool, heldId, key, call.args, toolTimeoutMs)
     const unreachedCount = (f.unreached?.attempts ?? 0) + 1
-    const event: HeldEvent =
-      outcome._tag === "Right"
-        ? recorded(heldId, f.generation, key, outcome.right.ok ? { ok: true, result: outcome.right.result } : { ok: false, error: outcome.right.error }, "dispatch")
-        : outcome.left._tag === "NoResponders"
-          ? // Nobody subscribed: the request reached no one, so no effect happened. Try again later.
-            eventOf<typeof EffectUnreached.Type>({ ...base, type: "effect.unreached", event_id: `effect.unreached:${heldId}:${key}:a${attempt}`, idempotency_key: key, attempt, reason: `no tool service answers ${call.tool}`, retry_at: new Date(Date.now() + unreachedBackoffMs(unreachedCount)).toISOString() })
-          : eventOf<typeof EffectOutcomeUnknown.Type>({ ...base, type: "effect.outcome_unknown", event_id: `effect.outcome_unknown:${heldId}:${key}:a${attempt}`, idempotency_key: key, reason: outcome.left.reason, needs_witness: false })
-    return event
+    switch (outcome._tag) {
+      case "Replied":
+        return recorded(heldId, f.generation, key, outcome.reply.ok ? { ok: true, result: outcome.reply.result } : { ok: false, error: outcome.reply.error }, "dispatch")
+      case "NoResponders":
+        // Nobody subscribed: the request reached no one, so no effect happened. Try again later.
+        return eventOf<typeof EffectUnreached.Type>({ ...base, type: "effect.unreached", event_id: `effect.unreached:${heldId}:${key}:a${attempt}`, idempotency_key: key, attempt, reason: `no tool service answers ${call.tool}`, retry_at: new Date(Date.now() + unreachedBackoffMs(unreachedCount)).toISOString() })
+      case "Unanswered":
+        return eventOf<typeof EffectOutcomeUnknown.Type>({ ...base, type: "effect.outcome_unknown", event_id: `effect.outcome_unknown:${heldId}:${key}:a${attempt}`, idempotency_key: key, reason: outcome.reason, needs_witness: false })
+    }
   })
 
 /** Retry backoff after a dispatch or a read-back reached no tool service: 0.5 s, 1 s, 2 s ... capped at 30 s. */

@@ -1,4 +1,4 @@
-import { Effect, Schema } from "effect"
+import { type Context, Effect, Schema } from "effect"
 import { Nats, RequestFailed } from "../ledger/Nats.js"
 import { JsonValue } from "../schema/Json.js"
 import { Subjects } from "../schema/Subjects.js"
@@ -39,9 +39,34 @@ const request = <A, I>(schema: Schema.Schema<A, I>, subject: string, tool: strin
     )
   })
 
-/** `wk.v1.tools.<tool>.invoke` with the idempotency key. */
-export const invokeTool = (tool: string, heldId: string, idempotencyKey: string, args: unknown, timeoutMs: number) =>
-  request(InvokeReply, Subjects.toolInvoke(tool), tool, { held_id: heldId, idempotency_key: idempotencyKey, tool, args }, timeoutMs)
+/** How an invoke ended: the tool's reply, nobody serving the subject, or no protocol answer (outcome unknown). */
+export type InvokeOutcome =
+  | { readonly _tag: "Replied"; readonly reply: InvokeReply }
+  | { readonly _tag: "NoResponders" }
+  | { readonly _tag: "Unanswered"; readonly reason: string }
+
+const decodeInvokeReply = Schema.decodeUnknownEither(InvokeReply)
+
+/**
+ * `wk.v1.tools.<tool>.invoke` with the idempotency key, as one promise on a given connection
+ * (the hot path of every call: no fiber steps inside). Never rejects: every ending is an outcome.
+ */
+export const invokeToolWith = async (nats: Context.Tag.Service<typeof Nats>, tool: string, heldId: string, idempotencyKey: string, args: unknown, timeoutMs: number): Promise<InvokeOutcome> => {
+  let msg
+  try {
+    msg = await nats.request(Subjects.toolInvoke(tool), encoder.encode(JSON.stringify({ held_id: heldId, idempotency_key: idempotencyKey, tool, args })), { timeoutMs })
+  } catch (cause) {
+    return cause instanceof RequestFailed && cause.reason === "no_responders" ? { _tag: "NoResponders" } : { _tag: "Unanswered", reason: String(cause) }
+  }
+  let body: unknown
+  try {
+    body = msg.json()
+  } catch (cause) {
+    return { _tag: "Unanswered", reason: `reply is not protocol: ${String(cause)}` }
+  }
+  const reply = decodeInvokeReply(body)
+  return reply._tag === "Right" ? { _tag: "Replied", reply: reply.right } : { _tag: "Unanswered", reason: `reply is not protocol: ${reply.left.message}` }
+}
 
 /** `wk.v1.tools.<tool>.readback`: did the effect under this key happen? */
 export const readbackTool = (tool: string, idempotencyKey: string, timeoutMs: number) =>

@@ -78,7 +78,9 @@ export const makeDriver = Effect.gen(function* () {
   const context = yield* Effect.context<Nats | HeldCallStore | PolicyStore | Adjudicator | Admission | KernelConfig>()
   const store = Context.get(context, HeldCallStore)
   const policies = Context.get(context, PolicyStore)
-  const { kv } = Context.get(context, Nats)
+  const nats = Context.get(context, Nats)
+  const { kv } = nats
+  const admission = Context.get(context, Admission)
   const config = Context.get(context, KernelConfig)
   const { delivery } = config
 
@@ -212,7 +214,7 @@ export const makeDriver = Effect.gen(function* () {
             continue
           }
           case "admit": {
-            const event = yield* admit(view, policy)
+            const event = yield* admit(admission, view, policy)
             pending.push(event)
             view = fold(view, [event])
             continue
@@ -231,7 +233,7 @@ export const makeDriver = Effect.gen(function* () {
             const committed = yield* commit
             yield* woken
             if (!committed) continue
-            const event = yield* invoke(loaded.facts)
+            const event = yield* invoke(nats, config.toolTimeoutMs, loaded.facts)
             effect = event
             pending.push(event)
             view = fold(view, [event])
