@@ -1,6 +1,6 @@
 import { jetstreamManager } from "@nats-io/jetstream"
 import { DemoBank } from "../runtime/executor/DemoBank.js"
-import { ControllerConsumer } from "../runtime/loops/Controller.js"
+import { ControllerConsumer } from "../runtime/ledger/Provision.js"
 import { reevaluationOf } from "../runtime/cli/StatusCommand.js"
 import type { Profile } from "../runtime/schema/Profile.js"
 import { Streams } from "../runtime/schema/Subjects.js"

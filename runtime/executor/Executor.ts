@@ -9,8 +9,8 @@ import { PolicyStore } from "../policy/PolicyStore.js"
 import type { JsonValue } from "../schema/Json.js"
 import type { HeldCallFacts } from "../schema/Facts.js"
 import { eventOf, progress, requeue, type ActionResult } from "../loops/Actions.js"
-import { invokeToolWith, readbackTool } from "./ToolClient.js"
-import type { Nats } from "../ledger/Nats.js"
+import { readbackTool } from "./ToolClient.js"
+import type { ToolClient } from "../ledger/ToolClient.js"
 
 const leaseKey = (heldId: string) => `effect.${heldId}`
 
@@ -59,27 +59,23 @@ export const claim = (f: HeldCallFacts, ctx: ReconcileContext, owner: string, le
  * Calls the tool of a claimed call (`f`: the facts with the committed claim) with its
  * idempotency key, and returns what to record: the effect, an unreached tool (no effect
  * happened, try again later), or a lost reply (`outcome-unknown`, settled later by read-back).
- * One promise on the given connection: no fiber steps between the claim and the record.
+ * On the captured tool client: no service lookup between the claim and the record.
  */
-export const invoke = (nats: Context.Tag.Service<typeof Nats>, toolTimeoutMs: number, f: HeldCallFacts): Effect.Effect<HeldEvent> =>
-  Effect.promise(async () => {
-    const heldId = f.held_id
-    const call = canonicalCall(f)!
-    const key = f.spec!.idempotency_key
-    const attempt = f.dispatch_attempts
-    const base = { held_id: heldId, generation: f.generation }
-    const outcome = await invokeToolWith(nats, call.tool, heldId, key, call.args, toolTimeoutMs)
-    const unreachedCount = (f.unreached?.attempts ?? 0) + 1
-    switch (outcome._tag) {
-      case "Replied":
-        return recorded(heldId, f.generation, key, outcome.reply.ok ? { ok: true, result: outcome.reply.result } : { ok: false, error: outcome.reply.error }, "dispatch")
-      case "NoResponders":
-        // Nobody subscribed: the request reached no one, so no effect happened. Try again later.
-        return eventOf<typeof EffectUnreached.Type>({ ...base, type: "effect.unreached", event_id: `effect.unreached:${heldId}:${key}:a${attempt}`, idempotency_key: key, attempt, reason: `no tool service answers ${call.tool}`, retry_at: new Date(Date.now() + unreachedBackoffMs(unreachedCount)).toISOString() })
-      case "Unanswered":
-        return eventOf<typeof EffectOutcomeUnknown.Type>({ ...base, type: "effect.outcome_unknown", event_id: `effect.outcome_unknown:${heldId}:${key}:a${attempt}`, idempotency_key: key, reason: outcome.reason, needs_witness: false })
-    }
+export const invoke = (tools: Context.Tag.Service<typeof ToolClient>, toolTimeoutMs: number, f: HeldCallFacts): Effect.Effect<HeldEvent> => {
+  const heldId = f.held_id
+  const call = canonicalCall(f)!
+  const key = f.spec!.idempotency_key
+  const attempt = f.dispatch_attempts
+  const base = { held_id: heldId, generation: f.generation }
+  return Effect.match(tools.invoke({ tool: call.tool, heldId, idempotencyKey: key, args: call.args }, toolTimeoutMs), {
+    onSuccess: (reply): HeldEvent => recorded(heldId, f.generation, key, reply.ok ? { ok: true, result: reply.result } : { ok: false, error: reply.error }, "dispatch"),
+    onFailure: (e): HeldEvent =>
+      e._tag === "NoResponders"
+        ? // Nobody subscribed: the request reached no one, so no effect happened. Try again later.
+          eventOf<typeof EffectUnreached.Type>({ ...base, type: "effect.unreached", event_id: `effect.unreached:${heldId}:${key}:a${attempt}`, idempotency_key: key, attempt, reason: `no tool service answers ${call.tool}`, retry_at: new Date(Date.now() + unreachedBackoffMs((f.unreached?.attempts ?? 0) + 1)).toISOString() })
+        : eventOf<typeof EffectOutcomeUnknown.Type>({ ...base, type: "effect.outcome_unknown", event_id: `effect.outcome_unknown:${heldId}:${key}:a${attempt}`, idempotency_key: key, reason: e.reason, needs_witness: false })
   })
+}
 
 /** Retry backoff after a dispatch or a read-back reached no tool service: 0.5 s, 1 s, 2 s ... capped at 30 s. */
 export const unreachedBackoffMs = (attempts: number): number => Math.min(30_000, 500 * 2 ** Math.max(0, attempts - 1))

@@ -1,9 +1,8 @@
 import { Effect } from "effect"
 import type { LedgerError } from "../ledger/LedgerError.js"
-import { Nats } from "../ledger/Nats.js"
-import { wake } from "../ledger/Wakes.js"
-import { watchSession } from "../ledger/PresenceMarks.js"
-import { Subjects } from "../schema/Subjects.js"
+import { Outbox } from "../ledger/Outbox.js"
+import { wake, type Wakes } from "../ledger/Wakes.js"
+import { watchSession, type PresenceMarks } from "../ledger/PresenceMarks.js"
 import type { Adjudication } from "../policy/Adjudicator.js"
 import type { ActivePolicy } from "../policy/ActivePolicy.js"
 import { decideCall } from "../policy/CallDecision.js"
@@ -25,7 +24,7 @@ export const decide = (facts: HeldCallFacts, policy: ActivePolicy, now: number) 
 export interface Adjudicated {
   readonly events: ReadonlyArray<HeldEvent>
   /** Runs after the events are durable; null when nothing follows. */
-  readonly committed: Effect.Effect<void, LedgerError, Nats> | null
+  readonly committed: Effect.Effect<void, LedgerError, Wakes | PresenceMarks | Outbox> | null
 }
 
 /**
@@ -101,8 +100,7 @@ export const adjudicate = (f: HeldCallFacts, policy: ActivePolicy) =>
       yield* wake(f.held_id)
       if (watch) yield* watchSession(f.held_id, spec.session_id)
       // Witness routes listen here; the request is a notification, the held call is the truth.
-      const { nc } = yield* Nats
-      nc.publish(Subjects.witnessRequests(f.held_id), JSON.stringify({ held_id: f.held_id, generation, expires_at: held.expires_at, witness_request: held.witness_request }))
+      yield* (yield* Outbox).requestWitnesses(f.held_id, { held_id: f.held_id, generation, expires_at: held.expires_at, witness_request: held.witness_request })
     })
     return { events, committed } satisfies Adjudicated as Adjudicated
   })

@@ -1,8 +1,10 @@
 import { Context, Deferred, Effect, Exit, Layer } from "effect"
-import { Nats } from "../ledger/Nats.js"
 import { HeldCallStore, type Freshness, type Loaded } from "../ledger/HeldCallStore.js"
 import type { AppendConflict, LedgerError } from "../ledger/LedgerError.js"
-import { startWake } from "../ledger/Wakes.js"
+import type { LedgerPorts } from "../ledger/LedgerPorts.js"
+import { OpenIndex } from "../ledger/OpenIndex.js"
+import { ToolClient } from "../ledger/ToolClient.js"
+import { Wakes } from "../ledger/Wakes.js"
 import { PolicyStore } from "../policy/PolicyStore.js"
 import { Adjudicator } from "../policy/Adjudicator.js"
 import { Admission } from "../policy/Admission.js"
@@ -13,7 +15,6 @@ import { evolve } from "../heldcall/Reducer.js"
 import type { HeldEvent } from "../schema/Events.js"
 import type { HeldCallFacts } from "../schema/Facts.js"
 import { quiescent } from "../heldcall/Facts.js"
-import { Buckets } from "../schema/Subjects.js"
 import { claim, invoke, recordSurely, resolve } from "../executor/Executor.js"
 import { adjudicate } from "./Adjudicate.js"
 import { admit } from "./Admit.js"
@@ -75,11 +76,12 @@ export class Driver extends Context.Tag("wk/Driver")<
 >() {}
 
 export const makeDriver = Effect.gen(function* () {
-  const context = yield* Effect.context<Nats | HeldCallStore | PolicyStore | Adjudicator | Admission | KernelConfig>()
+  const context = yield* Effect.context<LedgerPorts | PolicyStore | Adjudicator | Admission | KernelConfig>()
   const store = Context.get(context, HeldCallStore)
   const policies = Context.get(context, PolicyStore)
-  const nats = Context.get(context, Nats)
-  const { kv } = nats
+  const openIndex = Context.get(context, OpenIndex)
+  const wakes = Context.get(context, Wakes)
+  const tools = Context.get(context, ToolClient)
   const admission = Context.get(context, Admission)
   const config = Context.get(context, KernelConfig)
   const { delivery } = config
@@ -94,7 +96,7 @@ export const makeDriver = Effect.gen(function* () {
     uncommitted
   })
 
-  type Deps = Nats | HeldCallStore | PolicyStore | Adjudicator | Admission | KernelConfig
+  type Deps = LedgerPorts | PolicyStore | Adjudicator | Admission | KernelConfig
   /** Actions whose I/O leaves the process and that write their own events, on committed facts. */
   const performCommitted = (action: Action, loaded: Loaded): Effect.Effect<ActionResult, LedgerError | AppendConflict, Deps> => {
     switch (action.kind) {
@@ -116,11 +118,7 @@ export const makeDriver = Effect.gen(function* () {
     const ends = after.held && quiescent(after) && !quiescent(before)
     // Most transitions touch neither: no effect, no promise.
     if (!parks && !ends) return Effect.void
-    return Effect.promise(async () => {
-      const open = await kv(Buckets.open)
-      if (parks) await open.put(after.held_id, "1")
-      if (ends) await open.delete(after.held_id)
-    }).pipe(Effect.ignore)
+    return Effect.zipRight(parks ? openIndex.add(after.held_id) : Effect.void, ends ? openIndex.remove(after.held_id) : Effect.void).pipe(Effect.ignore)
   }
 
   // Quiescent held calls this process has removed from the open index (bounded; a miss costs one read).
@@ -132,13 +130,13 @@ export const makeDriver = Effect.gen(function* () {
    */
   const unindexEnded = (f: HeldCallFacts) => {
     if (!quiescent(f) || !f.held || unindexed.has(f.held_id)) return Effect.void
-    return Effect.tryPromise(async () => {
-      const open = await kv(Buckets.open)
-      const entry = await open.get(f.held_id)
-      if (entry !== null && entry.operation === "PUT") await open.delete(f.held_id)
-      unindexed.add(f.held_id)
-      if (unindexed.size > 10_000) unindexed.delete(unindexed.values().next().value!)
-    }).pipe(Effect.ignore)
+    return openIndex.removeIfPresent(f.held_id).pipe(
+      Effect.tap(() => {
+        unindexed.add(f.held_id)
+        if (unindexed.size > 10_000) unindexed.delete(unindexed.values().next().value!)
+      }),
+      Effect.ignore
+    )
   }
 
   /**
@@ -155,7 +153,7 @@ export const makeDriver = Effect.gen(function* () {
       let handedPending = handed.length > 0
       // An effect that happened but is not yet committed: a conflict re-reads and records it surely.
       let effect: HeldEvent | null = null
-      let afterCommit: Array<Effect.Effect<void, LedgerError, Nats>> = []
+      let afterCommit: Array<Effect.Effect<void, LedgerError, Deps>> = []
 
       /** Commits `pending` (one append); false when a conflict dropped it and `loaded` was re-read. */
       const commit = Effect.gen(function* () {
@@ -229,11 +227,11 @@ export const makeDriver = Effect.gen(function* () {
             pending.push(...c.events)
             // The wake is durable before anything irreversible (if this process dies, the
             // controller resumes here); it goes out in the same flush as the claim's commit.
-            const woken = yield* startWake(heldId, { owner: config.owner, until: c.leaseUntil })
+            const woken = wakes.begin(heldId, { owner: config.owner, until: c.leaseUntil })
             const committed = yield* commit
             yield* woken
             if (!committed) continue
-            const event = yield* invoke(nats, config.toolTimeoutMs, loaded.facts)
+            const event = yield* invoke(tools, config.toolTimeoutMs, loaded.facts)
             effect = event
             pending.push(event)
             view = fold(view, [event])
