@@ -13,6 +13,7 @@ import { runController } from "./loops/Controller.js"
 import { runPresenceWatch } from "./loops/PresenceWatch.js"
 import { runArchiver } from "./loops/Archiver.js"
 import { runPolicyReevaluation } from "./loops/PolicyReevaluation.js"
+import { layerAllowLatency } from "./loops/AllowLatency.js"
 import { runRecoverySweep } from "./loops/RecoverySweep.js"
 import { serveProtocol } from "./protocol/Service.js"
 import { servePolicyApplyTool } from "./protocol/PolicyApplyTool.js"
@@ -77,7 +78,8 @@ export const layerKernel = (opts: KernelOptions) => {
     ? Layer.merge(opts.adjudicator ?? layerRuleAdjudicator, opts.admission ?? layerAdmitAll)
     : layerPolicySeams.pipe(Layer.provide(provisioned), Layer.provide(nats))
   const heldIds = layerHeldIds.pipe(Layer.provide(provisioned), Layer.provide(nats))
-  const base = Layer.mergeAll(nats, layerKernelConfig(opts.config ?? {}), seams, heldIds)
+  const config = layerKernelConfig(opts.config ?? {})
+  const base = Layer.mergeAll(nats, config, layerAllowLatency.pipe(Layer.provide(config)), seams, heldIds)
   const stores = Layer.mergeAll(layerNatsLedger, layerPolicyStore(opts.profiles)).pipe(Layer.provide(provisioned), Layer.provideMerge(base))
   return layerDriver.pipe(Layer.provideMerge(stores))
 }

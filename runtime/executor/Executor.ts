@@ -5,7 +5,7 @@ import { acquireLease, releaseLease } from "../ledger/Leases.js"
 import { startWake } from "../ledger/Wakes.js"
 import { mayDispatch, type ReconcileContext } from "../heldcall/Reconciler.js"
 import { canonicalCall } from "../heldcall/Facts.js"
-import type { EffectDispatched, EffectOutcomeUnknown, EffectReadback, EffectRecorded, EffectResend, EffectUnreached, ExecutionLeased, HeldEvent } from "../schema/Events.js"
+import type { EffectDispatched, EffectOutcomeUnknown, EffectReadback, EffectReadbackUnreached, EffectRecorded, EffectResend, EffectUnreached, ExecutionLeased, HeldEvent } from "../schema/Events.js"
 import { PolicyStore } from "../policy/PolicyStore.js"
 import type { JsonValue } from "../schema/Json.js"
 import { eventOf, progress, requeue, type ActionResult } from "../loops/Actions.js"
@@ -70,7 +70,7 @@ export const execute = (loaded: Loaded, ctx: () => ReconcileContext) =>
     return progress
   })
 
-/** Retry backoff after a dispatch reached no tool service: 0.5 s, 1 s, 2 s ... capped at 30 s. */
+/** Retry backoff after a dispatch or a read-back reached no tool service: 0.5 s, 1 s, 2 s ... capped at 30 s. */
 export const unreachedBackoffMs = (attempts: number): number => Math.min(30_000, 500 * 2 ** Math.max(0, attempts - 1))
 
 const recorded = (heldId: string, generation: number, key: string, r: { ok: true; result: JsonValue } | { ok: false; error: string }, via: "dispatch" | "readback") =>
@@ -96,7 +96,10 @@ const recordSurely = (loaded: Loaded, event: HeldEvent) =>
 /**
  * The `resolve` action: a dispatch whose worker is gone becomes `outcome-unknown`; an unknown
  * outcome is settled by the tool's read-back (applied: record it; absent: dispatch again under
- * the same key). A tool without read-back stays unknown and asks for a witness.
+ * the same key). Whether the tool has read-back is what its rule declares (`readback`, default
+ * true), never inferred from an error: a read-back that reaches nobody is an outage, asked again
+ * with backoff until the call expires. A tool declared idempotent is sent the same key again
+ * instead; otherwise an outcome read-back cannot settle asks for a read-back witness or an admin.
  */
 export const resolve = (heldId: string) =>
   withEffectLease(
@@ -119,20 +122,39 @@ export const resolve = (heldId: string) =>
         return progress
       }
       if (f.execution !== "outcome-unknown" || f.needs_witness) return progress
+      const retryAt = f.readback_unreached === undefined ? 0 : Date.parse(f.readback_unreached.retry_at)
+      if (retryAt > Date.now()) return requeue(retryAt - Date.now())
       const tool = canonicalCall(f)!.tool
+      const rule = (yield* (yield* PolicyStore).current).rules.get(tool)
+      // Sending the same key again to a tool that applies each key at most once is always safe.
+      const resend = (why: string) =>
+        store.append(fresh, [
+          eventOf<typeof EffectResend.Type>({ ...base, type: "effect.resend", event_id: `effect.resend:${heldId}:${key}:a${attempt}`, idempotency_key: key, reason: `tool '${tool}' ${why} and is declared idempotent: sent again under the same key` })
+        ])
+      const askWitness = (why: string) =>
+        store.append(fresh, [
+          eventOf<typeof EffectOutcomeUnknown.Type>({ ...base, type: "effect.outcome_unknown", event_id: `effect.outcome_unknown:${heldId}:${key}:a${attempt}:witness`, idempotency_key: key, reason: `${why}; a read-back witness or an admin must settle whether the effect happened`, needs_witness: true })
+        ])
+      if (rule?.readback === false) {
+        yield* rule.idempotent === true ? resend("has no read-back") : askWitness(`tool '${tool}' has no read-back`)
+        return progress
+      }
       const rb = yield* readbackTool(tool, key, cfg.toolTimeoutMs).pipe(Effect.either)
       if (rb._tag === "Left") {
         if (rb.left._tag === "ToolUnanswered") return requeue(1000)
-        // No read-back: a tool its rule declares idempotent is sent the same request again.
-        const policy = yield* (yield* PolicyStore).current
-        if (policy.rules.get(tool)?.idempotent === true) {
-          yield* store.append(fresh, [
-            eventOf<typeof EffectResend.Type>({ ...base, type: "effect.resend", event_id: `effect.resend:${heldId}:${key}:a${attempt}`, idempotency_key: key, reason: `tool '${tool}' has no read-back and is declared idempotent: sent again under the same key` })
-          ])
+        // Nobody serves the read-back: the tool is down.
+        if (rule?.idempotent === true) {
+          yield* resend("is unreachable for read-back")
+          return progress
+        }
+        const attempts = (f.readback_unreached?.attempts ?? 0) + 1
+        const reason = `no tool service answers the read-back of ${tool}`
+        if (Date.parse(spec.expires_at) <= Date.now()) {
+          yield* askWitness(`${reason} until the call expired (${attempts} attempts)`)
           return progress
         }
         yield* store.append(fresh, [
-          eventOf<typeof EffectOutcomeUnknown.Type>({ ...base, type: "effect.outcome_unknown", event_id: `effect.outcome_unknown:${heldId}:${key}:a${attempt}:witness`, idempotency_key: key, reason: `tool '${tool}' has no read-back; a read-back witness or an admin must settle whether the effect happened`, needs_witness: true })
+          eventOf<typeof EffectReadbackUnreached.Type>({ ...base, type: "effect.readback_unreached", event_id: `effect.readback_unreached:${heldId}:${key}:a${attempt}:r${attempts}`, idempotency_key: key, attempt: attempts, reason, retry_at: new Date(Date.now() + unreachedBackoffMs(attempts)).toISOString() })
         ])
         return progress
       }

@@ -176,12 +176,16 @@ const actionsFor = (f: HeldCallFacts, ctx: ReconcileContext): ReadonlyArray<Acti
   const actions: Array<Action> = []
   if (beforeDispatch(f) && !checked(f, ctx) && f.policy_epoch <= ctx.policyEpoch) actions.push({ kind: "adjudicate" })
   if (mayDispatch(f, ctx)) actions.push({ kind: "execute" })
-  if ((f.execution === "dispatched" && !leaseLive(f, ctx)) || (f.execution === "outcome-unknown" && !f.needs_witness)) actions.push({ kind: "resolve" })
+  if ((f.execution === "dispatched" && !leaseLive(f, ctx)) || (f.execution === "outcome-unknown" && !f.needs_witness && readbackDue(f, ctx))) actions.push({ kind: "resolve" })
   if (f.execution === "effect-recorded" && f.result_admission === "pending") actions.push({ kind: "admit" })
   if (f.outcome !== null && f.spec.parent_held_id !== undefined && f.parent_reported !== true) actions.push({ kind: "report" })
   if (f.outcome !== null && dueDelivery(f, ctx)) actions.push({ kind: "deliver" })
   return actions
 }
+
+/** A read-back that last reached no tool service is asked again from its `retry_at`. */
+const readbackDue = (f: HeldCallFacts, ctx: ReconcileContext): boolean =>
+  f.readback_unreached === undefined || Date.parse(f.readback_unreached.retry_at) <= ctx.now
 
 /** The first delivery is always published (however late the call ended); republishing is bounded. */
 const dueDelivery = (f: HeldCallFacts, ctx: ReconcileContext): boolean =>
@@ -200,6 +204,7 @@ const requeueFor = (f: HeldCallFacts, ctx: ReconcileContext): number | null => {
     if (f.unreached !== undefined) times.push(Date.parse(f.unreached.retry_at))
   }
   if ((f.execution === "leased" || f.execution === "dispatched") && f.lease_until !== null) times.push(Date.parse(f.lease_until) + 1)
+  if (f.execution === "outcome-unknown" && !f.needs_witness && f.readback_unreached !== undefined) times.push(Date.parse(f.readback_unreached.retry_at))
   if (f.outcome !== null && republishing(f)) {
     times.push(Date.parse(f.delivery_last_at!) + deliveryBackoffMs(f.delivery_attempts, ctx.delivery))
     // Wake at the deadline to record the stop.

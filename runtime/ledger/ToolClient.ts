@@ -22,7 +22,7 @@ export class ToolUnanswered extends Schema.TaggedError<ToolUnanswered>()("ToolUn
   reason: Schema.String
 }) {}
 
-/** Nobody serves this subject: for read-back it means the tool has none. */
+/** Nobody serves this subject: the request reached no one (the tool service is down or absent). */
 export class NoResponders extends Schema.TaggedError<NoResponders>()("NoResponders", { tool: Schema.String }) {}
 
 /** An invoke as a tool receives it. */

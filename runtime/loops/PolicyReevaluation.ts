@@ -1,5 +1,4 @@
 import { Duration, Effect, Either, Ref, Schema } from "effect"
-import { performance } from "node:perf_hooks"
 import { KernelConfig } from "../KernelConfig.js"
 import { HeldCallStore } from "../ledger/HeldCallStore.js"
 import { acquireLease, releaseLease, type Lease } from "../ledger/Leases.js"
@@ -14,6 +13,7 @@ import { ReevaluationKeyPrefix, ReevaluationProgress, reevaluationKey } from "..
 import { Buckets } from "../schema/Subjects.js"
 import { eventOf } from "./Actions.js"
 import { Driver, type Driven } from "./Driver.js"
+import { AllowLatency } from "./AllowLatency.js"
 
 /** What this kernel process is re-evaluating right now (its `wk.v1.admin.status` answer shows it). */
 export interface ReevaluationWork {
@@ -40,8 +40,9 @@ const ProgressEveryMs = 250
  * new policy (re-adjudication: a call the new policy denies ends denied, one it allows is released).
  *
  * Pacing: `concurrency` calls at a time, batches spaced to at most the current rate, and the rate
- * adapts to the event loop's utilization (see ReevaluationPace), so proposals, attestations and
- * reads served by the same process keep their latency. A newer epoch supersedes the one being
+ * follows the ALLOW latency this process serves meanwhile against its idle ALLOW latency (see
+ * ReevaluationPace): it grows while that stays within the promised factor and backs off when it
+ * does not, so calls served by the same process keep their latency. A newer epoch supersedes the one being
  * worked: the walk stops and starts over for the newer one. Safety never waits on this loop: a call
  * whose evidence was not checked under the epoch in force cannot be dispatched (Reconciler).
  */
@@ -53,6 +54,7 @@ export const runPolicyReevaluation = Effect.gen(function* () {
   const policies = yield* PolicyStore
   const { owner, reevaluation: pace } = yield* KernelConfig
   const working = yield* Ref.make<ReevaluationWork | null>(null)
+  const latency = yield* AllowLatency
 
   const ledger = <A>(operation: string, f: () => Promise<A>) =>
     Effect.tryPromise({ try: f, catch: (cause) => new LedgerError({ operation, message: String(cause), cause }) })
@@ -109,6 +111,7 @@ export const runPolicyReevaluation = Effect.gen(function* () {
   /** Works one shard of `epoch` under `lease` until it is finished, superseded, or the lease is lost. */
   const runShard = (epoch: number, shard: number, first: Lease, open: () => Effect.Effect<ReadonlyArray<string>, LedgerError>) =>
     Effect.gen(function* () {
+      yield* latency.walking(true)
       const prior = yield* readProgress(epoch, shard)
       if (prior?.finished === true) return
       const cursor = prior?.cursor ?? null
@@ -131,9 +134,8 @@ export const runPolicyReevaluation = Effect.gen(function* () {
         updated_at: startedAt
       }
       yield* writeProgress(record)
-      let rate = pace.maxRatePerSec
+      let rate = pace.startRatePerSec
       let lastWrite = Date.now()
-      let elu = performance.eventLoopUtilization()
       for (let i = 0; i < ids.length; i += pace.batch) {
         if ((yield* policies.current).epoch > epoch) return
         if (lease.until - Date.now() < pace.leaseMs / 2) {
@@ -141,10 +143,8 @@ export const runPolicyReevaluation = Effect.gen(function* () {
           if (!("lease" in renewed)) return
           lease = renewed.lease
         }
-        // How busy the event loop was since the last batch started, this walk's work included.
-        const busy = performance.eventLoopUtilization(elu).utilization
-        elu = performance.eventLoopUtilization()
-        rate = busy > pace.busyShare ? Math.max(pace.minRatePerSec, rate * 0.5) : Math.min(pace.maxRatePerSec, rate * 1.25)
+        // The ALLOW latency served since the last batch, against the idle one.
+        rate = (yield* latency.step(rate)).rate
         const batch = ids.slice(i, i + pace.batch)
         const started = Date.now()
         yield* Effect.forEach(batch, (id) => reevaluate(epoch, id), { concurrency: pace.concurrency, discard: true })
@@ -160,7 +160,7 @@ export const runPolicyReevaluation = Effect.gen(function* () {
         yield* spacing > 1 ? Effect.sleep(Duration.millis(spacing)) : Effect.yieldNow()
       }
       yield* writeProgress({ ...record, finished: true, updated_at: new Date().toISOString() })
-    }).pipe(Effect.ensuring(Ref.set(working, null)))
+    }).pipe(Effect.ensuring(Effect.zipRight(Ref.set(working, null), latency.walking(false))))
 
   /** Deletes the progress records of epochs older than `epoch` (any kernel may; deleting twice is harmless). */
   const forgetOlder = (epoch: number) =>

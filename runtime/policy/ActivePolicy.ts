@@ -102,6 +102,8 @@ const stricter = (a: ToolRule | undefined, b: ToolRule): ToolRule =>
         contract: a.contract && b.contract ? { rule: { all: [a.contract.rule, b.contract.rule] }, veto: [...new Set([...(a.contract.veto ?? []), ...(b.contract.veto ?? [])])] } : (a.contract ?? b.contract),
         // Idempotent only if no profile says otherwise; read-back witnesses named by any profile.
         ...(a.idempotent !== undefined || b.idempotent !== undefined ? { idempotent: a.idempotent !== false && b.idempotent !== false } : {}),
+        // Without read-back if any profile says the tool has none.
+        ...(a.readback !== undefined || b.readback !== undefined ? { readback: a.readback !== false && b.readback !== false } : {}),
         ...(a.readback_witnesses !== undefined || b.readback_witnesses !== undefined
           ? {
               readback_witnesses: {

@@ -7,6 +7,7 @@ import { callDigest } from "../schema/Canonical.js"
 import { HeldIds } from "./HeldIds.js"
 import { ProposePayload, type ProposeCall } from "../schema/Requests.js"
 import { wake } from "../ledger/Wakes.js"
+import { OpenIndex } from "../ledger/OpenIndex.js"
 import { effectivePreferences, layerPreferences, wideningsOf } from "../policy/Preferences.js"
 import type { Preferences } from "../schema/Preferences.js"
 import { Subjects } from "../schema/Subjects.js"
@@ -57,8 +58,10 @@ export const propose = (data: Uint8Array) =>
     // A nested call must report its end to its parent even if this process stops: the wake is durable.
     if (edge !== undefined) yield* wake(heldId)
     if (prefs.wait?.mode === "background") {
-      // The wake makes the controller drive the call even if this process stops right now.
-      yield* wake(heldId)
+      // The wake makes the controller drive the call even if this process stops right now; the
+      // open-call index lets the recovery sweep find it even if that wake is lost (nobody sends
+      // this proposal again: its result is owed on the session).
+      yield* Effect.all([wake(heldId), Effect.flatMap(OpenIndex, (index) => index.add(heldId))], { concurrency: 2, discard: true })
       yield* Effect.forkDaemon(driver.drive(heldId, "cached").pipe(Effect.ignore))
       return accepted(heldId, p.session_id)
     }
