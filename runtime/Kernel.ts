@@ -25,7 +25,7 @@ import { layerProfileSeams } from "./policy/ProfileSeams.js"
 import { layerPluginHost } from "./plugins/PluginHost.js"
 import { layerHostEnvKv } from "./plugins/HostEnvKv.js"
 import { findPluginDirs, readPluginDir } from "./plugins/PluginSource.js"
-import { layerPluginSourceObjectStore, publishPlugin } from "./plugins/PluginStore.js"
+import { layerPluginSourceObjectStore, publishPlugin } from "./ledger/PluginStore.js"
 import { Buckets } from "./schema/Subjects.js"
 import { LedgerError } from "./ledger/LedgerError.js"
 
