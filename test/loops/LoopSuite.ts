@@ -130,6 +130,8 @@ export const loopSuite = (b: Backend) => {
     expect(f.dispatch_attempts).toBe(1)
     expect(tool.invocations).toBe(1)
     expect(tool.effects).toBe(1)
+    // Folding the call's events again gives the same facts.
+    expect(yield* Effect.flatMap(HeldCallStore, (s) => s.replay(f.held_id))).toEqual(f)
   }))
 
   let paused = false
