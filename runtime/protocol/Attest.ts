@@ -14,7 +14,8 @@ import type { HeldCallFacts } from "../schema/Facts.js"
 import { AttestPayload } from "../schema/Requests.js"
 import type { Envelope } from "../schema/Envelope.js"
 import type { Reply } from "./Replies.js"
-import { appendDecided, type Decided } from "./internal/appendDecided.js"
+import type { Decided } from "./internal/appendDecided.js"
+import { driveDecided } from "./internal/driveDecided.js"
 import { signedRequest } from "./Request.js"
 
 /** Tolerated clock skew for `issued_at` in the future. */
@@ -76,7 +77,9 @@ export const attest = (data: Uint8Array) =>
     const digest = jcsDigest(p)
     const acceptedId = `attestation.accepted:${p.held_id}:${digest}`
     const rejectedId = `attestation.rejected:${p.held_id}:${digest}`
-    const { reply } = yield* appendDecided(p.held_id, (f): Decided => {
+    // An accepted attestation joins the drive it enables: one commit with the readiness and the
+    // execution claim it releases (and that claim's recovery wake), answered once it is durable.
+    const { reply, appended } = yield* driveDecided(p.held_id, (f): Decided => {
       if (f.seen.includes(acceptedId)) return { reply: replyFor({ disposition: "accepted" }, true) }
       const v = judgeAttestation(f, p, envelope, policy, Date.now())
       if (f.seen.includes(rejectedId)) return { reply: replyFor(v) }
@@ -118,14 +121,11 @@ export const attest = (data: Uint8Array) =>
     // A duplicate is a witness retrying bytes already recorded: the process that recorded them
     // may have died before it drove the call or wrote its wake, so a duplicate drives it again.
     const duplicate = reply.status === 200 && reply.disposition === "duplicate"
-    if (reply.status === 202 || duplicate) {
-      // The drive starts at once, on this process's view (its own append just made it current;
-      // an append from elsewhere is a CAS conflict that re-reads). The wake, which lets another
-      // process finish the call if this one stops, is written meanwhile: nothing irreversible
-      // happens before the execution claim, which writes its own wake first.
-      const driver = yield* Driver
+    if (duplicate) yield* Effect.forkDaemon((yield* Driver).drive(p.held_id, "fresh").pipe(Effect.ignore))
+    // The wake lets another process finish the call if this one stops. A commit that dispatched
+    // wrote its own wake in the same flush; otherwise it is written here.
+    if ((reply.status === 202 && (appended === null || beforeDispatch(appended.facts))) || duplicate) {
       const cfg = yield* KernelConfig
-      yield* Effect.forkDaemon(driver.drive(p.held_id, duplicate ? "fresh" : "cached").pipe(Effect.ignore))
       yield* wake(p.held_id, { owner: cfg.owner, until: Date.now() + cfg.leaseMs })
     }
     return reply

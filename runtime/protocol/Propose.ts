@@ -1,6 +1,6 @@
 import { Effect } from "effect"
 import { HeldCallStore, type Loaded } from "../ledger/HeldCallStore.js"
-import { Driver } from "../loops/Driver.js"
+import { Driver, type Driven } from "../loops/Driver.js"
 import { KernelConfig } from "../KernelConfig.js"
 import { beforeDispatch, initialFacts } from "../heldcall/Facts.js"
 import { callDigest } from "../schema/Canonical.js"
@@ -18,6 +18,7 @@ import { attach } from "./Dependency.js"
 import { proposedEvent } from "./internal/proposedEvent.js"
 import { staleEnvelope, supersededProposal } from "./internal/replayGuard.js"
 import type { Ancestor } from "../schema/HeldCallSpec.js"
+import type { HeldEvent } from "../schema/Events.js"
 
 /**
  * `wk.v1.calls.propose`. An expired envelope is refused. The same (principal, session, turn,
@@ -53,6 +54,12 @@ export const propose = (data: Uint8Array) =>
       }
       edge = attached
     }
+    // Driven inline: the proposal is committed with the verdict and the execution claim (one commit).
+    if (edge === undefined && prefs.wait?.mode !== "background") {
+      const driven = yield* proposeAndDrive(heldId, req, prefs)
+      if ("status" in driven) return driven
+      return yield* answer(heldId, driven, prefs)
+    }
     const recorded = yield* record(heldId, req, prefs, edge)
     if (recorded !== "ok") return recorded
     // A nested call must report its end to its parent even if this process stops: the wake is durable.
@@ -65,12 +72,40 @@ export const propose = (data: Uint8Array) =>
       yield* Effect.forkDaemon(driver.drive(heldId, "cached").pipe(Effect.ignore))
       return accepted(heldId, p.session_id)
     }
-    const driven = yield* driver.drive(heldId, "cached")
+    return yield* answer(heldId, yield* driver.drive(heldId, "cached"), prefs)
+  })
+
+/** The reply once the inline drive stopped: the outcome, the hold, or (blocking) the end. */
+const answer = (heldId: string, driven: Driven, prefs: Preferences) =>
+  Effect.gen(function* () {
     const reply = driven.facts === null ? null : proposeReply(driven.facts)
     if (reply !== null && reply.status === 202 && prefs.wait?.mode === "block" && prefs.wait.max_ms > 0) {
       return (yield* awaitEnd(heldId, prefs.wait.max_ms)) ?? (yield* currentReply(heldId, reply))
     }
     return reply ?? (yield* awaitAnswer(heldId))
+  })
+
+/**
+ * Decides the proposal on this process's view and hands its event to the drive, whose first
+ * commit carries it with the verdict (and, for ALLOW, the execution claim). A conflict means
+ * the call changed meanwhile: decided again on fresh facts.
+ */
+const proposeAndDrive = (heldId: string, req: Signed<ProposeCall>, prefs: Preferences) =>
+  Effect.gen(function* () {
+    const store = yield* HeldCallStore
+    const driver = yield* Driver
+    const { salt } = (yield* HeldIds).of(req.payload)
+    const digest = callDigest(req.payload.tool, req.payload.args)
+    for (let attempt = 0; attempt < 16; attempt++) {
+      const loaded: Loaded = (attempt === 0 ? store.peek(heldId) : yield* store.load(heldId, "cached")) ?? { facts: initialFacts(heldId), revision: 0 }
+      const decided = proposalOf(loaded, heldId, salt, digest, req, prefs)
+      if (decided === "ok") return yield* driver.drive(heldId, "cached")
+      if ("status" in decided) return decided
+      const r = yield* driver.driveFrom(heldId, { base: loaded, pending: [decided] }).pipe(Effect.either)
+      if (r._tag === "Right") return r.right
+      if (r.left._tag !== "AppendConflict") return yield* r.left
+    }
+    return unavailable(`held call ${heldId} is changing too fast; retry`)
   })
 
 /** The parent a nested call attached to, and the chain above it. */
@@ -109,28 +144,8 @@ export const record = (heldId: string, req: Signed<ProposeCall>, prefs: Preferen
           // A call this process has not seen is most likely new: try to create it (expected
           // sequence 0) before reading anything; a conflict means it exists, and we read it.
           const loaded: Loaded = (attempt === 0 ? store.peek(heldId) : yield* store.load(heldId, "cached")) ?? { facts: initialFacts(heldId), revision: 0 }
-          const f = loaded.facts
-          if (f.spec !== null && f.spec.parent_held_id !== edge?.parent_held_id) {
-            return conflict("dependency_mismatch", `held call ${heldId} ${f.spec.parent_held_id === undefined ? "is a root call" : `is a dependency of ${f.spec.parent_held_id}`}; a proposal with another parent_held_id needs a new call_id`)
-          }
-          if (f.spec !== null && f.spec.call_digest === digest) return "ok" as const
-          if (f.spec !== null && !beforeDispatch(f)) {
-            return f.lifecycle === "open" || f.lifecycle === "completed"
-              ? conflict("already_dispatched", `held call ${heldId} was already dispatched; a changed proposal needs a new call_id`)
-              : conflict(`call_${f.lifecycle}`, `held call ${heldId} is ${f.lifecycle}; a changed proposal needs a new call_id`)
-          }
-          // An edit names the generation it replaces, or at least proposes no earlier generation's call.
-          if (f.spec !== null) {
-            const superseded = supersededProposal(f, p.supersedes, digest)
-            if (superseded !== undefined) return superseded
-          } else if (p.supersedes !== undefined) {
-            return conflict("superseded", `held call ${heldId} has no generation ${p.supersedes} to supersede`)
-          }
-          const generation = f.generation + 1
-          const now = Date.now()
-          // A nested call never outlives the call it serves.
-          const ttl = Math.min(req.policy.heldTtlMs, prefs.expires_in_ms ?? Number.POSITIVE_INFINITY, edge === undefined ? Number.POSITIVE_INFINITY : Math.max(0, Date.parse(edge.parent_expires_at) - now))
-          const event = proposedEvent({ heldId, salt, generation, req, digest, now, expiresAt: now + ttl, ...(edge !== undefined ? { parent: edge } : {}) })
+          const event = proposalOf(loaded, heldId, salt, digest, req, prefs, edge)
+          if (event === "ok" || "status" in event) return event
           const r = yield* store.append(loaded, [event]).pipe(Effect.either)
           if (r._tag === "Right") return "ok" as const
           if (r.left._tag !== "AppendConflict") return yield* r.left
@@ -139,6 +154,36 @@ export const record = (heldId: string, req: Signed<ProposeCall>, prefs: Preferen
       })
     )
   })
+
+/**
+ * The proposal's decision on `loaded`: "ok" when the call already has this exact digest, a
+ * refusal, or the `call.proposed` event to commit (a new call or an edit).
+ */
+const proposalOf = (loaded: Loaded, heldId: string, salt: string, digest: string, req: Signed<ProposeCall>, prefs: Preferences, edge?: Edge): "ok" | Reply | HeldEvent => {
+  const p = req.payload
+  const f = loaded.facts
+  if (f.spec !== null && f.spec.parent_held_id !== edge?.parent_held_id) {
+    return conflict("dependency_mismatch", `held call ${heldId} ${f.spec.parent_held_id === undefined ? "is a root call" : `is a dependency of ${f.spec.parent_held_id}`}; a proposal with another parent_held_id needs a new call_id`)
+  }
+  if (f.spec !== null && f.spec.call_digest === digest) return "ok" as const
+  if (f.spec !== null && !beforeDispatch(f)) {
+    return f.lifecycle === "open" || f.lifecycle === "completed"
+      ? conflict("already_dispatched", `held call ${heldId} was already dispatched; a changed proposal needs a new call_id`)
+      : conflict(`call_${f.lifecycle}`, `held call ${heldId} is ${f.lifecycle}; a changed proposal needs a new call_id`)
+  }
+  // An edit names the generation it replaces, or at least proposes no earlier generation's call.
+  if (f.spec !== null) {
+    const superseded = supersededProposal(f, p.supersedes, digest)
+    if (superseded !== undefined) return superseded
+  } else if (p.supersedes !== undefined) {
+    return conflict("superseded", `held call ${heldId} has no generation ${p.supersedes} to supersede`)
+  }
+  const generation = f.generation + 1
+  const now = Date.now()
+  // A nested call never outlives the call it serves.
+  const ttl = Math.min(req.policy.heldTtlMs, prefs.expires_in_ms ?? Number.POSITIVE_INFINITY, edge === undefined ? Number.POSITIVE_INFINITY : Math.max(0, Date.parse(edge.parent_expires_at) - now))
+  return proposedEvent({ heldId, salt, generation, req, digest, now, expiresAt: now + ttl, ...(edge !== undefined ? { parent: edge } : {}) })
+}
 
 /** Another worker is deciding or executing this call: wait for its answer, briefly. */
 const awaitAnswer = (heldId: string) =>
