@@ -6,6 +6,7 @@ import { HeldIds } from "../../runtime/protocol/HeldIds.js"
 import { propose } from "../../runtime/protocol/Propose.js"
 import { attest } from "../../runtime/protocol/Attest.js"
 import { runController } from "../../runtime/loops/Controller.js"
+import { presencePass } from "../../runtime/loops/PresenceWatch.js"
 import { canonicalCall, initialFacts, quiescent } from "../../runtime/heldcall/Facts.js"
 import { callDigest } from "../../runtime/schema/Canonical.js"
 import { signEnvelope } from "../../runtime/schema/EnvelopeSignature.js"
@@ -159,6 +160,23 @@ export const loopSuite = (b: Backend) => {
     expect(tool.effects).toBe(1)
     expect(tool.invocations).toBe(1)
     expect(f.delivery_attempts).toBeGreaterThanOrEqual(1)
+  }))
+
+  b.test("a parked call proposed with cancel_on_disconnect is cancelled once its session is gone", {}, Effect.gen(function* () {
+    const tool = new FakeTool(Tools.held)
+    yield* b.serve(tool)
+    yield* runController()
+    const disconnect = yield* b.connectSession(Session)
+    const reply = (yield* propose(proposal(tool.name, { cancel_on_disconnect: true }))) as { status: number }
+    expect(reply.status).toBe(202)
+    const heldId = heldIdOf(reply)
+    yield* presencePass
+    expect((yield* factsOf(heldId))?.lifecycle).toBe("open")
+    yield* disconnect
+    yield* presencePass
+    const f = yield* settledCall(heldId, 5_000)
+    expect(f.outcome).toBe("cancelled")
+    expect(tool.invocations).toBe(0)
   }))
 
   b.test("a lost tool reply goes to read-back and settles with one effect", {}, Effect.gen(function* () {

@@ -66,6 +66,13 @@ const natsBackend: Backend = {
         if (Date.now() > deadline) return yield* Effect.fail(new Error(`condition not met within ${realBudget(budgetMs)} ms`))
         yield* Effect.sleep(25)
       }
+    }),
+  connectSession: (sessionId) =>
+    Effect.gen(function* () {
+      const nc = yield* Effect.acquireRelease(Effect.promise(() => connectAs(server.servers, "agent")), (c) => Effect.promise(() => c.close().catch(() => undefined)))
+      nc.subscribe(Subjects.presence(sessionId))
+      yield* Effect.promise(() => nc.flush())
+      return Effect.promise(() => nc.close().catch(() => undefined))
     })
 }
 
