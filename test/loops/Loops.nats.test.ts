@@ -4,7 +4,7 @@ import type { Subscription } from "@nats-io/transport-node"
 import { layerNats } from "../../runtime/ledger/Nats.js"
 import { layerNatsLedger } from "../../runtime/ledger/LedgerPorts.js"
 import { provision } from "../../runtime/ledger/Provision.js"
-import { layerPolicyStore } from "../../runtime/policy/PolicyStore.js"
+import { layerPolicyStore } from "../../runtime/ledger/NatsPolicyStore.js"
 import { Subjects } from "../../runtime/schema/Subjects.js"
 import { startTestNats, Roles, type TestNats } from "../support/TestNats.js"
 import { connectAs } from "../support/Principals.js"
@@ -77,6 +77,13 @@ const natsBackend: Backend = {
         if (Date.now() > deadline) return yield* Effect.fail(new Error(`condition not met within ${realBudget(budgetMs)} ms`))
         yield* Effect.sleep(25)
       }
+    }),
+  connectSession: (sessionId) =>
+    Effect.gen(function* () {
+      const nc = yield* Effect.acquireRelease(Effect.promise(() => connectAs(server.servers, "agent")), (c) => Effect.promise(() => c.close().catch(() => undefined)))
+      nc.subscribe(Subjects.presence(sessionId))
+      yield* Effect.promise(() => nc.flush())
+      return Effect.promise(() => nc.close().catch(() => undefined))
     })
 }
 
