@@ -8,9 +8,11 @@ export const CheckName = Schema.Literal(
   "signatures",
   "attestation-binding",
   "effect-safety",
+  "consistency",
   "policy-authority",
   "delivery",
   "projection",
+  "plugin-pins",
   "plugin-rerun"
 )
 export type CheckName = typeof CheckName.Type

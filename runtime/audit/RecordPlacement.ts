@@ -7,7 +7,9 @@ import type { PolicyRecord } from "./TrustedRegistry.js"
  * later than the record (within `skewMs`) and every event after it no earlier. A record moved
  * to another place in the stream (to change which epoch a decision is judged under) lands among
  * events whose times contradict its own. Events are fed in any order with `see`; per gap
- * between records only the earliest and latest times are kept.
+ * between records only the earliest and latest times are kept. And no event claims an epoch
+ * (`policy_epoch`) at a place of the stream before that epoch's record, unless stamped within
+ * `skewMs` of it (`claim`).
  */
 export const recordPlacement = (records: ReadonlyArray<PolicyRecord>, skewMs: number) => {
   const sorted = [...records].sort((a, b) => a.seq - b.seq)
@@ -36,8 +38,15 @@ export const recordPlacement = (records: ReadonlyArray<PolicyRecord>, skewMs: nu
     if (t < earliest[g]!) (earliest[g] = t), (earliestSeq[g] = seq)
     if (t > latest[g]!) (latest[g] = t), (latestSeq[g] = seq)
   }
+  const recordSeq = new Map(sorted.map((r) => [r.epoch, r]))
+  const violations: Array<Violation> = []
+  // A kernel may decide under a new epoch (learnt from the KV watch) and append before the
+  // record of that epoch is appended: within `skewMs` of the record's stamp, that is the race.
+  const claim = (seq: number, heldId: string, epoch: number, at: string): void => {
+    const r = recordSeq.get(epoch)
+    if (r !== undefined && r.seq > seq && Date.parse(at) > Date.parse(r.at) + skewMs) violations.push({ check: "registry", held_id: heldId, seqs: [seq, r.seq], message: `an event at seq ${seq} claims epoch ${epoch}, whose record sits later in the stream (seq ${r.seq}): policy record moved` })
+  }
   const finding = (): { readonly violations: ReadonlyArray<Violation> } => {
-    const violations: Array<Violation> = []
     for (let i = 0; i < sorted.length; i++) {
       const r = sorted[i]!
       const t = times[i]!
@@ -47,5 +56,5 @@ export const recordPlacement = (records: ReadonlyArray<PolicyRecord>, skewMs: nu
     }
     return { violations }
   }
-  return { see, finding }
+  return { see, claim, finding }
 }

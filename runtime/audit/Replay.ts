@@ -10,7 +10,7 @@ import { auditError, type AuditError } from "./AuditError.js"
 import { auditCall, auditTally, skipped, tally, type AuditedCall } from "./Audit.js"
 import type { AuditReport, CheckResult, ProjectionSummary, Violation } from "./AuditReport.js"
 import { makePinnedWasmLoader } from "./PluginObjects.js"
-import { DefaultRegistrySkewMs, policyHistory } from "./PolicyHistory.js"
+import { DefaultRegistrySkewMs, policyHistory, type PolicyHistory } from "./PolicyHistory.js"
 import { startupDigest } from "./TrustRoot.js"
 import { readOrdered, readSubject, streamLayout, type RawMessage, type ReadProgress } from "./StreamReader.js"
 import { compareProjection, rerunPlugins, type CheckContext } from "./checks/index.js"
@@ -224,7 +224,10 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
           continue
         }
         const d = decodeLog(log)
-        for (const e of d.events) placement.see(e.seq, e.event.at)
+        for (const e of d.events) {
+          placement.see(e.seq, e.event.at)
+          if ("policy_epoch" in e.event) placement.claim(e.seq, log.heldId, e.event.policy_epoch, e.event.at)
+        }
         const last = d.events[d.events.length - 1]
         lastAt[i] = last === undefined ? null : Date.parse(last.event.at)
         audited[i] = last === undefined ? { stream: d.violations } : { stream: d.violations, call: auditCall({ heldId: log.heldId, events: d.events }, ctx) }
@@ -258,6 +261,8 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
               unverified: [],
               note: `matched ${projection.summary.matched}, lagging ${projection.summary.lagging}, ahead ${projection.summary.ahead}, missing ${projection.summary.missing}`
             }
+
+    const pinCheck = yield* checkPins(policy, options.pluginBucket ?? PluginBucket)
 
     let pluginCheck: CheckResult = skipped("plugin-rerun", "pass --rerun-plugins to re-run recorded plugin decisions")
     if (options.rerunPlugins === true) {
@@ -295,6 +300,7 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
       },
       ...held,
       projectionCheck,
+      pinCheck,
       pluginCheck
     ]
     const violations = all.reduce((n, c) => n + c.violations.length, 0)
@@ -412,4 +418,25 @@ const compareAll = (bucket: string, traced: ReadonlyArray<{ readonly heldId: str
       { concurrency: 64, discard: true }
     )
     return { _tag: "compared" as const, summary: summary as ProjectionSummary, violations }
+  })
+
+/**
+ * `plugin-pins`: every wasm a trusted epoch pins is in the plugin object store under its digest
+ * and hashes to it (a swapped plugin is caught without re-running anything); one read per pin.
+ */
+const checkPins = (policy: PolicyHistory, bucket: string): Effect.Effect<CheckResult, AuditError, Nats> =>
+  Effect.gen(function* () {
+    const pins = new Map<string, string>()
+    for (const e of policy.epochs) for (const p of e.policy.profiles) for (const pin of p.plugins ?? []) if (!pins.has(pin.sha256)) pins.set(pin.sha256, `${pin.name} (epoch ${e.epoch})`)
+    if (pins.size === 0) return { name: "plugin-pins", status: "passed", checked: 0, violations: [], unverified: [], note: "no plugin pinned" }
+    const loader = yield* Effect.either(makePinnedWasmLoader(bucket))
+    if (Either.isLeft(loader)) return skipped("plugin-pins", `cannot read the plugin object store: ${loader.left.message}`)
+    const violations: Array<Violation> = []
+    const unverified: Array<{ held_id: string; seqs: Array<number>; message: string }> = []
+    for (const [sha256, what] of pins) {
+      const w = yield* loader.right(sha256)
+      if (w.kind === "swapped") violations.push({ check: "plugin-pins", held_id: "", seqs: [], message: `${what}: the object store's wasm/${sha256} holds other bytes (sha256 ${w.actual})` })
+      else if (w.kind === "absent") unverified.push({ held_id: "", seqs: [], message: `${what}: no wasm/${sha256} in the plugin object store` })
+    }
+    return { name: "plugin-pins", status: violations.length > 0 ? "failed" : unverified.length > 0 ? "pending" : "passed", checked: pins.size, violations, unverified, note: "stored wasm hashed against the pins; decisions are re-run with --rerun-plugins" }
   })

@@ -79,14 +79,13 @@ export const trustedRegistry = (
       fail(`policy record moved: epoch ${r.epoch} sits after epoch ${lastEpoch} in the stream; its keys are not trusted`)
       continue
     }
+    lastEpoch = r.epoch
     const prev = trusted.at(-1)
     const authority = prev !== undefined ? epochAuthority(prev.record, prev.policy) : anchor._tag === "root" ? rootAuthority(anchor.root) : undefined
     const policy = activePolicy(r.epoch, r.profiles)
-    const why = verifyRecord(r, prev?.policy, authority, anchor, callEvents)
-    if (why === null) {
-      trusted.push({ record: r, policy })
-      lastEpoch = r.epoch
-    } else fail(`${why}; its keys are not trusted`)
+    const why = verifyRecord(r, prev?.policy, authority, anchor, r === ordered[0], callEvents)
+    if (why === null) trusted.push({ record: r, policy })
+    else fail(`${why}; its keys are not trusted`)
   }
   if (ordered.length === 0) unverified.push({ held_id: "_policy", seqs: [], message: "no policy record: no key can be shown registered" })
   const first = ordered[0]
@@ -110,13 +109,17 @@ const verifyRecord = (
   prev: ActivePolicy | undefined,
   authority: Authority | undefined,
   anchor: TrustAnchor,
+  first: boolean,
   callEvents: (heldId: string) => ReadonlyArray<HeldEvent> | undefined
 ): string | null => {
   const by = r.applied_by
   const listed = anchor._tag === "root" && anchor.root.startup_profiles.includes(r.profiles_digest)
   if (by === undefined) {
     if (listed) return null
-    if (prev === undefined) return anchor._tag === "first-record" ? null : `epoch ${r.epoch} was loaded from profile files whose digest ${r.profiles_digest} the trust root does not list`
+    if (prev === undefined) {
+      if (anchor._tag === "root") return `epoch ${r.epoch} was loaded from profile files whose digest ${r.profiles_digest} the trust root does not list`
+      return first ? null : `epoch ${r.epoch} was loaded from profile files and no record before it is trusted to judge it`
+    }
     const widenings = widens(prev.profiles, r.profiles)
     if (widenings.length === 0) return null
     return `epoch ${r.epoch} widens policy (${describe(widenings)}) with no signed origin (profile files at start-up not listed in the trust root)`

@@ -10,6 +10,7 @@ import { eventsOf, eventually } from "../support/Stream.js"
 import { checkOf, copyStream, failedChecks, forgedApproval, readAll, replayAs, trustRootFor, type CopiedMessage } from "./support.js"
 import nacl from "tweetnacl"
 import { signEnvelope } from "../../runtime/schema/EnvelopeSignature.js"
+import { callDigest } from "../../runtime/schema/Canonical.js"
 import { Effect } from "effect"
 import { spawnSync } from "node:child_process"
 import { join } from "node:path"
@@ -222,6 +223,57 @@ describe("tampered copies of the stream fail with the right check", () => {
     const r = await replayCopy((ms) => [...ms, { subject: on(id), body: { ...recorded.body, event_id: `${recorded.body["event_id"]}:again`, result: { amount: 5000, again: true } } }])
     expect(failedChecks(r)).toEqual(["effect-safety"])
     expect(checkOf(r, "effect-safety").violations[0]!.message).toContain("more than one effect recorded")
+  })
+})
+
+describe("forgeries that remove, move or rewrite what the log says", () => {
+  let original: Array<CopiedMessage & { seq: number }>
+  const on = (id: string) => `wk.v1.events.${id}`
+  const replayCopy = async (edit: (ms: Array<CopiedMessage>) => Array<CopiedMessage>, options: { settleMs?: number } = {}) =>
+    replayAs(nats.servers, "kernel", { stream: await copyStream(kernelConn, original, edit), factsBucket: null, ...options })
+  const dropping = (id: string, type: string) => (ms: Array<CopiedMessage>) => ms.filter((m) => !(m.subject === on(id) && m.body["type"] === type))
+  beforeAll(async () => {
+    original = await readAll(kernelConn)
+  })
+
+  it("the compliance veto removed -> consistency names the denial without its reject", async () => {
+    const r = await replayCopy(dropping(ids["vetoed"]!, "attestation.accepted"))
+    expect(failedChecks(r)).toContain("consistency")
+    expect(checkOf(r, "consistency").violations).toEqual([expect.objectContaining({ held_id: ids["vetoed"], message: expect.stringMatching(/^denied in the name of compliance:zoe/) })])
+  })
+
+  it("call.denied removed from a DENY call -> consistency, once the call had time to settle", async () => {
+    const r = await replayCopy(dropping(ids["deny"]!, "call.denied"), { settleMs: 1 })
+    expect(checkOf(r, "consistency").violations).toEqual([expect.objectContaining({ held_id: ids["deny"], message: "the verdict is DENY but the call was never denied (call.denied missing)" })])
+  })
+
+  it("a delivery removed from the log while its message stays in WK_SESSIONS -> delivery", async () => {
+    const r = await replayCopy((ms) => ms.filter((m) => !(m.subject === on(ids["approved"]!) && String(m.body["type"]).startsWith("delivery."))))
+    expect(checkOf(r, "delivery").violations).toEqual(expect.arrayContaining([expect.objectContaining({ held_id: ids["approved"], message: expect.stringMatching(/has no delivery.published in the call's history$/) })]))
+  })
+
+  it("args.to changed on an ALLOW call with its call_digest recomputed -> signatures compares with the signed proposal", async () => {
+    const r = await replayCopy((ms) =>
+      ms.map((m) => {
+        if (m.subject !== on(ids["allow"]!) || m.body["type"] !== "call.proposed") return m
+        const args = { ...(m.body["args"] as Record<string, unknown>), to: "acct-forger" }
+        return { ...m, body: { ...m.body, args, call_digest: callDigest(String(m.body["tool"]), args) } }
+      })
+    )
+    expect(checkOf(r, "signatures").violations).toEqual([expect.objectContaining({ held_id: ids["allow"], message: "call.proposed: args are not the signed proposal's args" })])
+  })
+
+  it("the policy records swapped -> registry; the later epoch's keys are not trusted", async () => {
+    const r = await replayCopy((ms) => {
+      const records = ms.filter((m) => m.subject === "wk.v1.events._policy")
+      const [first, second] = [ms.indexOf(records[0]!), ms.indexOf(records[1]!)]
+      const out = [...ms]
+      ;[out[first], out[second]] = [out[second]!, out[first]!]
+      return out
+    })
+    expect(failedChecks(r)).toContain("registry")
+    expect(checkOf(r, "registry").violations.map((v) => v.message)).toEqual(expect.arrayContaining([expect.stringMatching(/^policy record moved: epoch 1 sits after epoch 2/)]))
+    expect(r.policy_epochs).toEqual([])
   })
 })
 
