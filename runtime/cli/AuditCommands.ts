@@ -7,6 +7,7 @@ import { exportOver } from "../audit/Export.js"
 import { replayOver, type Selection } from "../audit/Replay.js"
 import { formatProgress, formatReport } from "../audit/Summary.js"
 import { verifyExport } from "../audit/VerifyExport.js"
+import { readTrustRoot } from "../audit/TrustRoot.js"
 
 // The server is the global `--server` (or NATS_URL, or the context's): see Connect.serverUrl.
 const connection = {
@@ -35,10 +36,13 @@ const replayCommand = Command.make(
     factsBucket: Options.text("facts-bucket").pipe(Options.withDefault("wk_facts"), Options.withDescription("KV bucket of the fact projection to compare with")),
     sessionsStream: Options.text("sessions-stream").pipe(Options.withDefault("WK_SESSIONS"), Options.withDescription("stream of delivered results to check")),
     pluginBucket: Options.text("plugin-bucket").pipe(Options.withDefault("wk_plugins"), Options.withDescription("object store of pinned plugins (for --rerun-plugins)")),
+    trust: Options.text("trust").pipe(Options.optional, Options.withDescription("trust root file (admin keys, start-up profile digests, kernel keys) held out of band; without it the first policy record is trusted as found")),
+    strict: Options.boolean("strict").pipe(Options.withDescription("fail (exit 1) when no trust root anchors the replay")),
     quiet: Options.boolean("quiet").pipe(Options.withDescription("no progress lines on stderr"))
   },
   (o) =>
     Effect.gen(function* () {
+      const trust = Option.isSome(o.trust) ? yield* readTrustRoot(o.trust.value) : undefined
       const chosen = [Option.isSome(o.fromSeq), Option.isSome(o.since), Option.isSome(o.held)].filter(Boolean).length
       if (chosen > 1) return yield* Effect.fail(new Error("choose one of --from-seq, --since, --held"))
       let selection: Selection = { fromSeq: Option.getOrElse(o.fromSeq, () => 1) }
@@ -55,10 +59,13 @@ const replayCommand = Command.make(
         sessionsStream: o.sessionsStream,
         rerunPlugins: o.rerunPlugins,
         pluginBucket: o.pluginBucket,
+        ...(trust !== undefined ? { trust } : {}),
         ...(o.quiet ? {} : { onProgress: (p) => process.stderr.write(`${formatProgress(p)}\n`) })
       })
       yield* Console.log(o.json ? JSON.stringify(report, null, 2) : formatReport(report))
-      if (!report.ok) process.exitCode = 1
+      // Unanchored: said on stderr too, so a script reading only the exit code and --json still sees it.
+      if (report.anchored !== true) process.stderr.write(`wk audit: ${report.anchor ?? "UNANCHORED"}${o.strict ? " (--strict: failing)" : ""}\n`)
+      if (!report.ok || (o.strict && report.anchored !== true)) process.exitCode = 1
     })
 ).pipe(Command.withDescription("Replay WK_EVENTS, re-fold every held call and check the kernel's invariants (non-zero exit on any violation)"))
 

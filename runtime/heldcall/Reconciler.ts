@@ -17,6 +17,12 @@ export interface ReconcileContext extends WitnessRegistry {
   readonly bound?: number
   /** How an unacknowledged delivery is republished (default `DefaultDeliveryRetry`). */
   readonly delivery?: DeliveryRetry
+  /**
+   * Events already folded into the facts on top of `last_seq` and not yet committed (a driver
+   * batches a decision's events into one commit). Local event ids count on from there, so two
+   * derivations on one committed sequence never share an id.
+   */
+  readonly uncommitted?: number
 }
 
 /**
@@ -76,7 +82,7 @@ export const reconcile = (facts: HeldCallFacts, ctx: ReconcileContext): Plan => 
   const events: Array<HeldEvent> = []
   let f = facts
   for (let i = 0; ; i++) {
-    const next = nextLocalEvent(f, ctx, `@${facts.last_seq}.${i}`, at)
+    const next = nextLocalEvent(f, ctx, `@${facts.last_seq}.${(ctx.uncommitted ?? 0) + i}`, at)
     if (next === null) break
     if (i >= bound) {
       const stop: HeldEvent = { type: "reconcile.bound_exceeded", event_id: `reconcile.bound_exceeded:${f.held_id}:@${facts.last_seq}`, held_id: f.held_id, generation: f.generation, at, bound }

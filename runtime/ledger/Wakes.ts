@@ -1,4 +1,4 @@
-import { Context, Effect, Layer, Stream, type Scope } from "effect"
+import { Context, Effect, Layer, Queue, Stream, type Scope } from "effect"
 import type { JsMsg } from "@nats-io/jetstream"
 import { Streams, Subjects } from "../schema/Subjects.js"
 import { LedgerError } from "./LedgerError.js"
@@ -70,7 +70,7 @@ export interface WakeDelivery {
 export class WakeQueue extends Context.Tag("wk/WakeQueue")<
   WakeQueue,
   {
-    readonly consume: (opts: { readonly ackWaitMs: number }) => Effect.Effect<Stream.Stream<WakeDelivery, LedgerError>, LedgerError, Scope.Scope>
+    readonly consume: (opts: { readonly ackWaitMs: number }) => Effect.Effect<Stream.Stream<WakeDelivery>, LedgerError, Scope.Scope>
   }
 >() {}
 
@@ -120,6 +120,7 @@ export const layerNatsWakeQueue = Layer.effect(
             try: () => nats.js.consumers.get(Streams.wakes, ControllerConsumer),
             catch: (cause) => new LedgerError({ operation: "open controller consumer", message: String(cause), cause })
           })
+          const handedOut = yield* Effect.acquireRelease(Queue.unbounded<WakeDelivery>(), Queue.shutdown)
           const messages = yield* Effect.acquireRelease(
             Effect.tryPromise({
               try: () => consumer.consume({ max_messages: 256 }),
@@ -127,7 +128,12 @@ export const layerNatsWakeQueue = Layer.effect(
             }),
             (m) => Effect.promise(() => m.close().then(() => undefined, () => undefined))
           )
-          return Stream.fromAsyncIterable(messages, (cause) => new LedgerError({ operation: "consume controller", message: String(cause), cause })).pipe(Stream.map(deliveryOf))
+          // A plain loop, not a stream over the iterator: closing the consumer ends it, where an
+          // iterator's return() would wait for a message that may never come.
+          void (async () => {
+            for await (const msg of messages) Queue.unsafeOffer(handedOut, deliveryOf(msg))
+          })().catch((e) => console.error("wk: controller consumer stopped", e))
+          return Stream.fromQueue(handedOut)
         })
     })
   )

@@ -1,14 +1,13 @@
-import { Duration, Effect, Either, Ref, Schema } from "effect"
+import { Duration, Effect, Ref } from "effect"
 import { KernelConfig } from "../KernelConfig.js"
 import { acquireLease, releaseLease, type Lease } from "../ledger/Leases.js"
-import { LedgerError } from "../ledger/LedgerError.js"
-import { Nats } from "../ledger/Nats.js"
+import type { LedgerError } from "../ledger/LedgerError.js"
 import { OpenIndex, shardOf } from "../ledger/OpenIndex.js"
+import { ReevaluationProgressStore } from "../ledger/ReevaluationProgressStore.js"
 import { wake } from "../ledger/Wakes.js"
 import { beforeDispatch } from "../heldcall/Facts.js"
 import { PolicyStore } from "../policy/PolicyStore.js"
-import { ReevaluationKeyPrefix, ReevaluationProgress, reevaluationKey } from "../schema/ReevaluationProgress.js"
-import { Buckets } from "../schema/Subjects.js"
+import type { ReevaluationProgress } from "../schema/ReevaluationProgress.js"
 import { Driver, type Driven } from "./Driver.js"
 import { HeldCalls } from "./HeldCalls.js"
 import { AllowLatency } from "./AllowLatency.js"
@@ -22,7 +21,6 @@ export interface ReevaluationWork {
   readonly rate_per_s: number
 }
 
-const decodeProgress = Schema.decodeUnknownEither(Schema.parseJson(ReevaluationProgress))
 const leaseKey = (epoch: number, shard: number) => `reevaluation.${epoch}.${shard}`
 /** How often a shard's progress record is written while it is worked (and always at its end). */
 const ProgressEveryMs = 250
@@ -45,8 +43,6 @@ const ProgressEveryMs = 250
  * whose evidence was not checked under the epoch in force cannot be dispatched (Reconciler).
  */
 export const runPolicyReevaluation = Effect.gen(function* () {
-  const nats = yield* Nats
-  const { kv } = nats
   const calls = yield* HeldCalls
   const driver = yield* Driver
   const policies = yield* PolicyStore
@@ -54,20 +50,9 @@ export const runPolicyReevaluation = Effect.gen(function* () {
   const working = yield* Ref.make<ReevaluationWork | null>(null)
   const latency = yield* AllowLatency
 
-  const ledger = <A>(operation: string, f: () => Promise<A>) =>
-    Effect.tryPromise({ try: f, catch: (cause) => new LedgerError({ operation, message: String(cause), cause }) })
-  const policyBucket = ledger("open policy bucket", () => kv(Buckets.policy))
-  const readProgress = (epoch: number, shard: number) =>
-    Effect.flatMap(policyBucket, (b) =>
-      ledger("read re-evaluation progress", async () => {
-        const e = await b.get(reevaluationKey(epoch, shard))
-        if (e === null || e.operation !== "PUT") return null
-        const decoded = decodeProgress(e.string())
-        return Either.isRight(decoded) ? decoded.right : null
-      })
-    )
-  const writeProgress = (p: ReevaluationProgress) =>
-    Effect.flatMap(policyBucket, (b) => ledger("write re-evaluation progress", () => b.put(reevaluationKey(p.epoch, p.shard), JSON.stringify(p))))
+  const progress = yield* ReevaluationProgressStore
+  const readProgress = progress.read
+  const writeProgress = (p: ReevaluationProgress) => progress.write(p)
 
   const listOpen = (yield* OpenIndex).list
 
@@ -139,15 +124,7 @@ export const runPolicyReevaluation = Effect.gen(function* () {
       yield* writeProgress({ ...record, finished: true, updated_at: new Date().toISOString() })
     }).pipe(Effect.ensuring(Effect.zipRight(Ref.set(working, null), latency.walking(false))))
 
-  /** Deletes the progress records of epochs older than `epoch` (any kernel may; deleting twice is harmless). */
-  const forgetOlder = (epoch: number) =>
-    Effect.flatMap(policyBucket, (b) =>
-      ledger("forget old re-evaluation progress", async () => {
-        const old: Array<string> = []
-        for await (const k of await b.keys(`${ReevaluationKeyPrefix}>`)) if (Number(k.split(".")[1]) < epoch) old.push(k)
-        for (const k of old) await b.delete(k)
-      })
-    )
+  const forgetOlder = progress.forgetOlder
 
   // The latest epoch this process saw finished on every shard: nothing to do until a newer one.
   let complete = 0

@@ -32,8 +32,6 @@ export interface Backend {
    * `TestClock` (and `Date`) in steps; NATS waits in real time.
    */
   readonly eventually: <A, E, R>(probe: Effect.Effect<A | undefined, E, R>, budgetMs: number) => Effect.Effect<A, E | Error, R>
-  /** Results published to a session so far. */
-  readonly deliveries: (sessionId: string) => Effect.Effect<number, unknown, LoopEnv>
 }
 
 

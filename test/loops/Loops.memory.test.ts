@@ -2,7 +2,6 @@ import { afterEach, beforeEach, vi } from "vitest"
 import { it } from "@effect/vitest"
 import { type Context, Effect, Layer, TestClock } from "effect"
 import { layerMemoryLedger } from "../../runtime/ledger/memory/MemoryLedger.js"
-import { MemoryOutbox } from "../../runtime/ledger/memory/MemoryOutbox.js"
 import { MemoryTools } from "../../runtime/ledger/memory/MemoryToolClient.js"
 import { ToolUnanswered } from "../../runtime/ledger/ToolClient.js"
 import { layerMemoryPolicyStore } from "../../runtime/policy/MemoryPolicyStore.js"
@@ -25,9 +24,8 @@ const advance = (ms: number) => Effect.zipRight(Effect.sync(() => vi.setSystemTi
 /** Lets forked fibers and promise chains run (no kernel time passes). */
 const turns = Effect.promise(() => new Promise<void>((r) => setImmediate(r))).pipe(Effect.repeatN(3))
 
-// The memory ledger's test handles of the running test.
+// The running test's tool table.
 let tools: Context.Tag.Service<typeof MemoryTools>
-let outbox: Context.Tag.Service<typeof MemoryOutbox>
 
 const memory: Backend = {
   name: "memory",
@@ -37,7 +35,6 @@ const memory: Backend = {
         yield* TestClock.setTime(Origin)
         yield* Effect.gen(function* () {
           tools = yield* MemoryTools
-          outbox = yield* MemoryOutbox
           yield* Effect.scoped(body)
         }).pipe(
           Effect.provide(layerLoops(Layer.mergeAll(layerMemoryLedger, layerMemoryPolicyStore(loopProfiles), layerNoNats), { executorPaused: config.executorPaused ?? (() => false) }))
@@ -64,8 +61,7 @@ const memory: Backend = {
         if (t >= budgetMs) return yield* Effect.fail(new Error(`condition not met within ${budgetMs} ms of test time`))
         yield* advance(Step)
       }
-    }),
-  deliveries: (sessionId) => Effect.sync(() => outbox.published().filter((p) => p.subject === "delivery" && p.to === sessionId).length)
+    })
 }
 
 loopSuite(memory)

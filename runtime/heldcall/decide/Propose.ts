@@ -139,9 +139,12 @@ export interface ProposeRefused {
   readonly reason: string
 }
 
-/** Records a refused nested call as ended (it expires as it is proposed); a call that exists already is left as it is. */
+/**
+ * Records a refused nested call as ended (it expires as it is proposed); a call that exists
+ * already is left as it is. Either way it is driven: its denial reaches its parent.
+ */
 export const decideProposeRefused = (f: HeldCallFacts, c: ProposeRefused, ctx: DecideContext): Decision => {
-  if (f.spec !== null) return answer(Recorded)
+  if (f.spec !== null) return { reply: Recorded, events: [], drive: "fresh" }
   const parent = { parent_held_id: c.payload.parent_held_id! }
   const proposed = proposedEvent({ heldId: f.held_id, salt: c.salt, generation: 1, payload: c.payload, envelope: c.envelope, digest: callDigest(c.payload.tool, c.payload.args), now: ctx.now, expiresAt: ctx.now, parent })
   const denied: EventOf<"call.denied"> = { held_id: f.held_id, generation: 1, at: atOf(ctx), type: "call.denied", event_id: EventIds.denied(f.held_id, 1), reasons: [{ by: "kernel", reason: c.reason }] }

@@ -6,6 +6,7 @@ import { layerMemoryOutbox } from "./MemoryOutbox.js"
 import { layerMemoryPresenceMarks } from "./MemoryPresenceMarks.js"
 import { layerMemoryToolClient } from "./MemoryToolClient.js"
 import { layerMemoryWakes } from "./MemoryWakes.js"
+import { layerMemoryReevaluationProgressStore } from "./MemoryReevaluationProgressStore.js"
 
 /**
  * Every ledger port (ledger/LedgerPorts.ts) in memory, for tests of the loops with `it.effect`
@@ -19,5 +20,6 @@ export const layerMemoryLedger = Layer.mergeAll(
   layerMemoryOpenIndex,
   layerMemoryPresenceMarks,
   layerMemoryOutbox,
-  layerMemoryToolClient
+  layerMemoryToolClient,
+  layerMemoryReevaluationProgressStore
 )
