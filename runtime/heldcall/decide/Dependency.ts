@@ -73,7 +73,10 @@ export const decideAttach = (parent: HeldCallFacts, c: Attach, ctx: DecideContex
   if (c.child !== null && c.child.parent_held_id !== parentId) {
     return answer(conflict("dependency_mismatch", `held call ${c.childId} already exists ${c.child.parent_held_id === undefined ? "as a root call" : `as a dependency of ${c.child.parent_held_id}`}; a nested call needs a new call_id`))
   }
-  const added: EventOf<"dependency.added"> = { ...base, type: "dependency.added", event_id: EventIds.dependencyAdded(parentId, c.childId) }
+  const addedId = EventIds.dependencyAdded(parentId, c.childId)
+  // The edge is recorded already (the child was not proposed yet): found, not written again.
+  if (parent.seen.includes(addedId)) return answer(attached(check.ancestors))
+  const added: EventOf<"dependency.added"> = { ...base, type: "dependency.added", event_id: addedId }
   return { reply: attached(check.ancestors), events: [added] }
 }
 
