@@ -9,6 +9,7 @@ import { layerPolicyStore } from "./ledger/NatsPolicyStore.js"
 import { layerRuleAdjudicator } from "./policy/RuleAdjudicator.js"
 import { layerAdmitAll } from "./policy/Admission.js"
 import { layerDriver } from "./loops/Driver.js"
+import { layerHeldCalls } from "./loops/HeldCalls.js"
 import { runController } from "./loops/Controller.js"
 import { runPresenceWatch } from "./loops/PresenceWatch.js"
 import { runArchiver } from "./loops/Archiver.js"
@@ -81,7 +82,7 @@ export const layerKernel = (opts: KernelOptions) => {
   const config = layerKernelConfig(opts.config ?? {})
   const base = Layer.mergeAll(nats, config, layerAllowLatency.pipe(Layer.provide(config)), seams, heldIds)
   const stores = Layer.mergeAll(layerNatsLedger, layerPolicyStore(opts.profiles)).pipe(Layer.provide(provisioned), Layer.provideMerge(base))
-  return layerDriver.pipe(Layer.provideMerge(stores))
+  return layerHeldCalls.pipe(Layer.provideMerge(layerDriver.pipe(Layer.provideMerge(stores))))
 }
 
 /** Serves the protocol and runs the controller until the scope closes. */

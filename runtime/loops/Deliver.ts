@@ -4,11 +4,12 @@ import { Outbox } from "../ledger/Outbox.js"
 import type { DeliveryPublished } from "../schema/Events.js"
 import type { HeldCallFacts } from "../schema/Facts.js"
 import { eventOf, progress } from "./Actions.js"
+import { deliveryIdOf } from "../heldcall/EventIds.js"
 import { canonicalCall } from "../heldcall/Facts.js"
 import { reportedOutcome } from "../heldcall/ReportedOutcome.js"
 
 /** The stable id of a call's final result delivery. */
-export const deliveryIdOf = (f: HeldCallFacts) => `d_${f.held_id}_g${f.generation}`
+export { deliveryIdOf }
 
 /** The message an agent receives on `wk.v1.sessions.<session_id>.results`. */
 export const deliveryOf = (f: HeldCallFacts) => {

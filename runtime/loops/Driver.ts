@@ -105,7 +105,7 @@ export const makeDriver = Effect.gen(function* () {
       case "deliver":
         return deliver(loaded)
       case "report":
-        return report(loaded, (parentId) => drive(parentId).pipe(Effect.ignore))
+        return report(loaded, drive)
       default:
         return Effect.succeed(progress)
     }

@@ -1,6 +1,5 @@
 import { Duration, Effect, Ref } from "effect"
 import { KernelConfig } from "../KernelConfig.js"
-import { HeldCallStore } from "../ledger/HeldCallStore.js"
 import { acquireLease, releaseLease, type Lease } from "../ledger/Leases.js"
 import type { LedgerError } from "../ledger/LedgerError.js"
 import { OpenIndex, shardOf } from "../ledger/OpenIndex.js"
@@ -8,10 +7,9 @@ import { ReevaluationProgressStore } from "../ledger/ReevaluationProgressStore.j
 import { wake } from "../ledger/Wakes.js"
 import { beforeDispatch } from "../heldcall/Facts.js"
 import { PolicyStore } from "../policy/PolicyStore.js"
-import type { PolicyEpochChanged } from "../schema/Events.js"
 import type { ReevaluationProgress } from "../schema/ReevaluationProgress.js"
-import { eventOf } from "./Actions.js"
 import { Driver, type Driven } from "./Driver.js"
+import { HeldCalls } from "./HeldCalls.js"
 import { AllowLatency } from "./AllowLatency.js"
 
 /** What this kernel process is re-evaluating right now (its `wk.v1.admin.status` answer shows it). */
@@ -45,7 +43,7 @@ const ProgressEveryMs = 250
  * whose evidence was not checked under the epoch in force cannot be dispatched (Reconciler).
  */
 export const runPolicyReevaluation = Effect.gen(function* () {
-  const store = yield* HeldCallStore
+  const calls = yield* HeldCalls
   const driver = yield* Driver
   const policies = yield* PolicyStore
   const { owner, reevaluation: pace } = yield* KernelConfig
@@ -58,34 +56,13 @@ export const runPolicyReevaluation = Effect.gen(function* () {
 
   const listOpen = (yield* OpenIndex).list
 
-  /** Records `policy.epoch_changed` on one open call (unless it already has it) and drives it. */
+  /** Records `policy.epoch_changed` on one open call (unless it already has it) and drives it (heldcall/decide/Epoch.ts). */
   const reevaluate = (epoch: number, heldId: string) =>
     Effect.gen(function* () {
-      const needsDrive = yield* store.serialized(
-        heldId,
-        Effect.gen(function* () {
-          for (let attempt = 0; attempt < 16; attempt++) {
-            const loaded = yield* store.load(heldId, "cached")
-            if (loaded === null || loaded.facts.lifecycle !== "open") return false
-            // Already adjudicated under this epoch (or a later one): nothing to re-evaluate.
-            if (loaded.facts.policy_epoch_checked >= epoch) return false
-            if (loaded.facts.policy_epoch >= epoch) return true
-            const event = eventOf<typeof PolicyEpochChanged.Type>({
-              held_id: heldId,
-              generation: loaded.facts.generation,
-              type: "policy.epoch_changed",
-              event_id: `policy.epoch_changed:${heldId}:e${epoch}`,
-              policy_epoch: epoch
-            })
-            const r = yield* store.append(loaded, [event]).pipe(Effect.either)
-            if (r._tag === "Right") return true
-            if (r.left._tag !== "AppendConflict") return yield* r.left
-          }
-          return true
-        })
-      )
-      if (!needsDrive) return
-      const driven = yield* driver.drive(heldId, "cached")
+      // Driven here, not forked: the walk's pace counts the drive, and a wake is written only when needed.
+      const handled = yield* calls.handle(heldId, { _tag: "ChangeEpoch", epoch }, { follow: "none" })
+      if (handled.drive === null) return
+      const driven = yield* driver.drive(heldId, handled.drive)
       if (needsWake(driven)) yield* wake(heldId)
     }).pipe(
       // A call this walk could not finish is handed to the controller (level-based, it re-plans).

@@ -1,12 +1,8 @@
 import { Effect, Schedule } from "effect"
 import { HeldCallStore } from "../ledger/HeldCallStore.js"
 import { PresenceMarks } from "../ledger/PresenceMarks.js"
-import { wake } from "../ledger/Wakes.js"
 import { beforeDispatch } from "../heldcall/Facts.js"
-import { appendDecided } from "../protocol/internal/appendDecided.js"
-import type { CallCancelled } from "../schema/Events.js"
-import { Driver } from "./Driver.js"
-import { eventOf } from "./Actions.js"
+import { HeldCalls } from "./HeldCalls.js"
 
 /**
  * Is anyone subscribed to the session's presence subject? Any doubt counts as present: never
@@ -14,26 +10,8 @@ import { eventOf } from "./Actions.js"
  */
 export const probeSession = (sessionId: string) => Effect.flatMap(PresenceMarks, (p) => p.probe(sessionId))
 
-/** Cancels a parked call whose session is gone, unless its effect may have started. */
-const cancelForDisconnect = (heldId: string, sessionId: string) =>
-  Effect.gen(function* () {
-    const { reply } = yield* appendDecided(heldId, (f) => {
-      if (f.lifecycle !== "open" || !beforeDispatch(f)) return { reply: { status: 409 } }
-      const event = eventOf<typeof CallCancelled.Type>({
-        held_id: heldId,
-        generation: f.generation,
-        type: "call.cancelled",
-        event_id: `call.cancelled:${heldId}`,
-        by: "kernel",
-        reason: `session ${sessionId} disconnected (cancel_on_disconnect)`
-      })
-      return { reply: { status: 200 }, event }
-    })
-    if (reply.status === 200) {
-      yield* wake(heldId)
-      yield* Effect.forkDaemon((yield* Driver).drive(heldId).pipe(Effect.ignore))
-    }
-  })
+/** Cancels a parked call whose session is gone, unless its effect may have started (heldcall/decide/Cancel.ts). */
+const cancelForDisconnect = (heldId: string, sessionId: string) => Effect.flatMap(HeldCalls, (calls) => calls.handle(heldId, { _tag: "Disconnect", sessionId }))
 
 /**
  * One pass: probe each watched session once; cancel the parked calls of sessions that are gone,

@@ -5,6 +5,7 @@ import type { LedgerPorts } from "../ledger/LedgerPorts.js"
 import type { HeldCallStore } from "../ledger/HeldCallStore.js"
 import type { PolicyStore } from "../policy/PolicyStore.js"
 import type { Driver } from "../loops/Driver.js"
+import type { HeldCalls } from "../loops/HeldCalls.js"
 import { AllowLatency } from "../loops/AllowLatency.js"
 import type { KernelConfig } from "../KernelConfig.js"
 import type { HeldIds } from "./HeldIds.js"
@@ -20,7 +21,7 @@ import { unavailable, type Reply } from "./Replies.js"
 import type { Rejected } from "./Request.js"
 import { serveRequests } from "./internal/serveRequests.js"
 
-type Deps = Nats | LedgerPorts | PolicyStore | Driver | KernelConfig | HeldIds | AllowLatency
+type Deps = Nats | LedgerPorts | PolicyStore | Driver | HeldCalls | KernelConfig | HeldIds | AllowLatency
 type Handler = (data: Uint8Array) => Effect.Effect<Reply, Rejected | { readonly _tag: "LedgerError"; readonly message: string }, Deps>
 
 /** A proposal answered with the tool's result (an ALLOW) reports how long it took to AllowLatency. */

@@ -1,6 +1,7 @@
 import { type Context, type Effect, Layer, type Scope } from "effect"
 import type { LedgerPorts } from "../../runtime/ledger/LedgerPorts.js"
 import { layerDriver, type Driver } from "../../runtime/loops/Driver.js"
+import { layerHeldCalls, type HeldCalls } from "../../runtime/loops/HeldCalls.js"
 import type { PolicyStore } from "../../runtime/policy/PolicyStore.js"
 import type { Adjudicator } from "../../runtime/policy/Adjudicator.js"
 import { layerAdmitAll, type Admission } from "../../runtime/policy/Admission.js"
@@ -12,7 +13,7 @@ import { Nats } from "../../runtime/ledger/Nats.js"
 import type { FakeTool } from "./FakeTool.js"
 
 /** The services the loop suite runs on: every ledger port and what the driver needs beside them. */
-export type LoopEnv = Nats | LedgerPorts | Driver | PolicyStore | Adjudicator | Admission | KernelConfig | HeldIds
+export type LoopEnv = Nats | LedgerPorts | Driver | HeldCalls | PolicyStore | Adjudicator | Admission | KernelConfig | HeldIds
 
 /** Tunables a test sets on the kernel it runs. */
 export interface LoopConfig {
@@ -64,7 +65,7 @@ export const layerNoNats = Layer.succeed(
 
 /** The kernel's services over a given ledger and policy store, as `layerKernel` wires them. */
 export const layerLoops = <ROut, E>(ledger: Layer.Layer<ROut | Nats | LedgerPorts | PolicyStore, E>, config: LoopConfig) =>
-  layerDriver.pipe(
+  layerHeldCalls.pipe(Layer.provideMerge(layerDriver.pipe(
     Layer.provideMerge(
       Layer.mergeAll(
         ledger,
@@ -74,4 +75,4 @@ export const layerLoops = <ROut, E>(ledger: Layer.Layer<ROut | Nats | LedgerPort
         layerKernelConfig({ owner: "k-loops", leaseMs: 2_000, toolTimeoutMs: 1_000, sweepIntervalMs: 0, presenceIntervalMs: 60_000, executorPaused: config.executorPaused })
       )
     )
-  )
+  )))
