@@ -1,7 +1,8 @@
 // The main-thread side of one plugin worker: hands a call over through shared memory, serves
 // the worker's host calls, and enforces the time limit by terminating the worker (then
-// respawning it from the already-compiled module). Fast calls are caught by a short spin, so
-// a call costs about one in-process Extism call plus two thread hand-offs. A metered module
+// respawning it from the already-compiled module). This side never spins: it waits for the
+// worker's answer with Atomics.waitAsync, so the event loop serves other requests meanwhile and
+// a call costs one in-process Extism call plus two thread hand-offs. A metered module
 // runs here too, under its fuel budget, so no plugin ever runs on the kernel's event loop.
 import { Worker } from "node:worker_threads"
 import type { JsonValue } from "../../schema/Json.js"
@@ -39,7 +40,7 @@ export interface RunnerSpec {
   /** `extism:host/user` functions to link. */
   readonly hostFunctions: ReadonlyArray<string>
   readonly memoryMaxPages: number
-  /** How long each side spins before sleeping (ms). */
+  /** How long the worker spins for its next call before it blocks (ms); the main thread never spins. */
   readonly spinMs?: number
   /**
    * A metered module (wasmMeter.ts): fuel units per ms of `timeout_ms`, set before each call;
@@ -63,7 +64,7 @@ interface GrowableSab extends SharedArrayBuffer {
 }
 const GrowableSharedArrayBuffer = SharedArrayBuffer as unknown as new (byteLength: number, options: { maxByteLength: number }) => GrowableSab
 type WaitAsyncResult = { readonly async: false; readonly value: "not-equal" | "timed-out" } | { readonly async: true; readonly value: Promise<"ok" | "timed-out"> }
-const waitAsync = (Atomics as unknown as { waitAsync: (a: Int32Array, index: number, value: number) => WaitAsyncResult }).waitAsync
+const waitAsync = (Atomics as unknown as { waitAsync: (a: Int32Array, index: number, value: number, timeoutMs: number) => WaitAsyncResult }).waitAsync
 
 const MaxPayload = 64 * 1024 * 1024
 const encoder = new TextEncoder()
@@ -90,7 +91,7 @@ const spawn = (spec: RunnerSpec): Promise<Live> =>
         exports: spec.exports,
         hostFunctions: spec.hostFunctions,
         memoryMaxPages: spec.memoryMaxPages,
-        spinMs: spec.spinMs ?? 0.2,
+        spinMs: spec.spinMs ?? 0,
         fuelPerMs: spec.fuelPerMs,
         fuelExport: FuelExport
       },
@@ -105,6 +106,8 @@ const spawn = (spec: RunnerSpec): Promise<Live> =>
     const live: Live = { worker, ctrl: new Int32Array(ctrlSab), dataSab, data: new Uint8Array(dataSab), died, dead: false }
     const onDeath = (why: string) => {
       live.dead = true
+      // Wakes a call waiting for this worker's answer: it reads `dead` and reports the crash.
+      Atomics.notify(live.ctrl, 0)
       settle(why)
       reject(new Error(why))
     }
@@ -205,58 +208,46 @@ export class PluginRunner implements Runner {
     Atomics.notify(ctrl, 0)
     const limitMs = this.#spec.fuelPerMs !== undefined ? MeteredWatchdog(timeoutMs) : timeoutMs
     const deadline = started + limitMs
-    const spinMs = Math.min(this.#spec.spinMs ?? 0.2, timeoutMs)
-    let timer: ReturnType<typeof setTimeout> | undefined
-    let expired: Promise<"deadline"> | undefined
-    // Let the caller run until its first await before this side starts spinning.
-    await null
-    try {
-      for (;;) {
-        let s = Atomics.load(ctrl, 0)
-        const spinStart = performance.now()
-        // Read the clock only every 64 polls: it costs more than the poll.
-        for (let i = 1; s !== DONE && s !== HOST; i++) {
-          if ((i & 63) === 0 && performance.now() - spinStart >= spinMs) break
-          s = Atomics.load(ctrl, 0)
-        }
-        if (s === DONE) {
-          const len = ctrl[1]!
-          const outLen = ctrl[3]!
-          const status = StatusNames[ctrl[2]!] ?? "trap"
-          const text = decoder.decode(data.slice(0, outLen))
-          const logs = parseLogs(decoder.decode(data.slice(outLen, len)))
-          Atomics.store(ctrl, 0, IDLE)
-          return { status, text, logs, elapsedMs: performance.now() - started }
-        }
-        if (s === HOST) {
-          const reply = await serveHost(host, decoder.decode(data.slice(0, ctrl[1])))
-          const bytes = encoder.encode(JSON.stringify("value" in reply ? reply.value : reply.fault))
-          if (data.byteLength < bytes.length) dataSab.grow(Math.min(MaxPayload, bytes.length))
-          data.set(bytes, 0)
-          ctrl[1] = bytes.length
-          ctrl[2] = "value" in reply ? 0 : 1
-          Atomics.store(ctrl, 0, HOST_REPLY)
-          Atomics.notify(ctrl, 0)
-          continue
-        }
-        if (performance.now() >= deadline) break
-        if (expired === undefined) expired = new Promise((r) => (timer = setTimeout(() => r("deadline"), Math.max(0, deadline - performance.now()))))
-        const w = waitAsync(ctrl, 0, s)
-        const woke = w.async ? await Promise.race([w.value, expired, live.died]) : w.value
-        if (woke === "deadline") break
-        if (live.dead) {
-          this.#respawn()
-          return fault("crashed", await live.died)
-        }
+    for (;;) {
+      // The worker's answer wakes this side through the event loop (waitAsync), so the
+      // kernel keeps serving other requests while a plugin runs.
+      const s = Atomics.load(ctrl, 0)
+      if (s === DONE) {
+        const len = ctrl[1]!
+        const outLen = ctrl[3]!
+        const status = StatusNames[ctrl[2]!] ?? "trap"
+        const text = decoder.decode(data.slice(0, outLen))
+        const logs = parseLogs(decoder.decode(data.slice(outLen, len)))
+        Atomics.store(ctrl, 0, IDLE)
+        return { status, text, logs, elapsedMs: performance.now() - started }
       }
-      // Over the time limit: the only reliable stop for running wasm is terminating its thread.
-      live.dead = true
-      await live.worker.terminate()
-      this.#respawn()
-      return fault("timeout", `no answer within ${limitMs} ms; worker terminated`)
-    } finally {
-      if (timer !== undefined) clearTimeout(timer)
+      if (s === HOST) {
+        const reply = await serveHost(host, decoder.decode(data.slice(0, ctrl[1])))
+        const bytes = encoder.encode(JSON.stringify("value" in reply ? reply.value : reply.fault))
+        if (data.byteLength < bytes.length) dataSab.grow(Math.min(MaxPayload, bytes.length))
+        data.set(bytes, 0)
+        ctrl[1] = bytes.length
+        ctrl[2] = "value" in reply ? 0 : 1
+        Atomics.store(ctrl, 0, HOST_REPLY)
+        Atomics.notify(ctrl, 0)
+        continue
+      }
+      const left = deadline - performance.now()
+      if (left <= 0) break
+      // The wait's own timeout is the deadline (no timer per call); a dying worker notifies it.
+      const w = waitAsync(ctrl, 0, s, left)
+      const woke = w.async ? await w.value : w.value
+      if (woke === "timed-out") break
+      if (live.dead) {
+        this.#respawn()
+        return fault("crashed", await live.died)
+      }
     }
+    // Over the time limit: the only reliable stop for running wasm is terminating its thread.
+    live.dead = true
+    await live.worker.terminate()
+    this.#respawn()
+    return fault("timeout", `no answer within ${limitMs} ms; worker terminated`)
   }
 }
 

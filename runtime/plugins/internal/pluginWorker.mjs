@@ -133,7 +133,7 @@ const loop = async () => {
     let s = Atomics.load(ctrl, 0)
     if (s !== CALL) {
       const t0 = performance.now()
-      while (s !== CALL && performance.now() - t0 < spinMs) s = Atomics.load(ctrl, 0)
+      while (s !== CALL && spinMs > 0 && performance.now() - t0 < spinMs) s = Atomics.load(ctrl, 0)
     }
     if (s !== CALL) {
       // A blocking wait wakes much faster than waitAsync (no trip through the event loop); the
