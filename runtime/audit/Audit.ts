@@ -1,6 +1,6 @@
 import type { CheckName, CheckResult, Violation } from "./AuditReport.js"
 import { trace, type HeldHistory, type Traced } from "./HeldHistory.js"
-import { heldChecks, policyEpochAuthority, type CheckContext, type Finding, type Unverified } from "./checks/index.js"
+import { heldChecks, type CheckContext, type Finding, type Unverified } from "./checks/index.js"
 
 /** Accumulates findings per check across calls. */
 export const tally = () => {
@@ -53,15 +53,11 @@ export const auditTally = (options: { readonly keepSteps?: boolean } = {}) => {
     for (let i = 0; i < heldChecks.length; i++) t.add(heldChecks[i]!.name, findings[i]!)
     traced.push(options.keepSteps === true ? call : { heldId: call.heldId, steps: [], facts: call.facts })
   }
-  // The registry's own history is checked once, with the calls: `policy-authority` covers both.
-  let epochsChecked = false
-  const results = (ctx: CheckContext): ReadonlyArray<CheckResult> => {
-    if (!epochsChecked) t.add("policy-authority", policyEpochAuthority(ctx.policy))
-    epochsChecked = true
-    return heldChecks.map((c) =>
+  // The registry's own history is checked where it is derived (TrustedRegistry, `registry`).
+  const results = (ctx: CheckContext): ReadonlyArray<CheckResult> =>
+    heldChecks.map((c) =>
       c.name === "delivery" && ctx.deliveries === undefined ? withNote(t.result(c.name), "sessions stream not read: only calls that ended undelivered are checked") : t.result(c.name)
     )
-  }
   return { add, traced, results }
 }
 

@@ -2,14 +2,17 @@ import { Schema } from "effect"
 
 /** The checks a replay runs, by the names reports and tests use. */
 export const CheckName = Schema.Literal(
+  "registry",
   "stream",
   "archive",
   "signatures",
   "attestation-binding",
   "effect-safety",
+  "consistency",
   "policy-authority",
   "delivery",
   "projection",
+  "plugin-pins",
   "plugin-rerun"
 )
 export type CheckName = typeof CheckName.Type
@@ -72,7 +75,12 @@ export const AuditReport = Schema.Struct({
   /** Commits of selected calls read from archives (their sequences left the stream). */
   archived: Schema.optional(Schema.Int),
   held_calls: Schema.Int,
+  /** Epochs whose records verify from the trust anchor (the registry the checks used). */
   policy_epochs: Schema.Array(Schema.Int),
+  /** Whether the registry derives from a trust root given out of band (`--trust`). */
+  anchored: Schema.optional(Schema.Boolean),
+  /** What the registry was derived from, in one line (UNANCHORED without a trust root). */
+  anchor: Schema.optional(Schema.String),
   duration_ms: Schema.Number,
   events_per_second: Schema.Number,
   checks: Schema.Array(CheckResult),

@@ -7,16 +7,21 @@ import type { SequencedEvent } from "../schema/Events.js"
 import { HeldCallFacts } from "../schema/Facts.js"
 import { PolicyApplied } from "../schema/PolicyApplied.js"
 import { Buckets, Streams } from "../schema/Subjects.js"
-import { auditError, type AuditError } from "./AuditError.js"
+import { auditError, AuditError } from "./AuditError.js"
 import { auditCall, auditTally, skipped, tally, type AuditedCall } from "./Audit.js"
 import type { AuditReport, CheckResult, ProjectionSummary, Violation } from "./AuditReport.js"
 import { makePinnedWasmLoader } from "./PluginObjects.js"
-import { DefaultRegistrySkewMs, policyHistory } from "./PolicyHistory.js"
+import { DefaultRegistrySkewMs, policyHistory, type PolicyHistory } from "./PolicyHistory.js"
+import { startupDigest } from "./TrustRoot.js"
 import { readOrdered, readSubject, streamLayout, type RawMessage, type ReadProgress } from "./StreamReader.js"
 import { compareProjection, rerunPlugins, type CheckContext } from "./checks/index.js"
 import { readDeliveries } from "./Deliveries.js"
 import { readArchives } from "./Archives.js"
-import { PluginBucket } from "../plugins/PluginStore.js"
+import { PluginBucket } from "../ledger/PluginStore.js"
+import type { HeldEvent } from "../schema/Events.js"
+import { recordPlacement } from "./RecordPlacement.js"
+import type { TrustRoot } from "./TrustRoot.js"
+import { trustedRegistry, type PolicyRecord } from "./TrustedRegistry.js"
 
 /** Which part of the log to audit. Calls touched by the range are audited from their first event. */
 export type Selection = { readonly fromSeq: number } | { readonly since: Date } | { readonly held: string }
@@ -40,6 +45,11 @@ export interface ReplayOptions {
   readonly settleMs?: number
   /** Worker threads verifying signatures during the read (default: none on one core, else cores - 1, 2 to 4; 0: main thread). */
   readonly verifyWorkers?: number
+  /**
+   * The trust root the auditor holds out of band. Without one the first policy record is
+   * trusted as found and the report says the replay is unanchored.
+   */
+  readonly trust?: TrustRoot
   /** Called about once a second during long reads. */
   readonly onProgress?: (p: ReadProgress & { readonly phase: string }) => void
 }
@@ -70,13 +80,26 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
     const unarchived = (from: number, to: number) => unarchivedIn(archived.seqs, from, to)
 
     const policyMsgs = yield* readSubject(stream, `${layout.prefix}_policy`)
-    const records: Array<PolicyApplied & { seq: number }> = []
+    const records: Array<PolicyRecord> = []
     for (const m of policyMsgs) {
-      const r = decodePolicy(text.decode(m.data))
-      if (Either.isRight(r)) records.push({ ...r.right, seq: m.seq })
+      const body = text.decode(m.data)
+      const r = decodePolicy(body)
+      if (Either.isRight(r)) records.push({ ...r.right, seq: m.seq, profiles_digest: startupDigest((JSON.parse(body) as { profiles: unknown }).profiles) })
       else fail("_policy", [m.seq], `a policy record does not decode: ${r.left.message.slice(0, 200)}`)
     }
-    const policy = policyHistory(records, options.registrySkewMs ?? DefaultRegistrySkewMs)
+    // A witnessed policy change is authorized by its call's signed proposal and approvals.
+    const witnessed = new Map<string, ReadonlyArray<HeldEvent>>()
+    for (const r of records) {
+      const by = r.applied_by
+      if (by === undefined || !("held_id" in by) || witnessed.has(by.held_id)) continue
+      const hot = yield* readSubject(stream, `${layout.prefix}${by.held_id}`)
+      const msgs = [...hot, ...(archived.byHeld.get(by.held_id) ?? []).filter((m) => !hot.some((h) => h.seq === m.seq))]
+      witnessed.set(by.held_id, msgs.flatMap((m) => { try { return [...parseCommit(m.data).events] } catch { return [] } }))
+    }
+    const registry = trustedRegistry(records, options.trust !== undefined ? { _tag: "root", root: options.trust } : { _tag: "first-record" }, (id) => witnessed.get(id))
+    const skewMs = options.registrySkewMs ?? DefaultRegistrySkewMs
+    const policy = policyHistory(registry.records, skewMs)
+    const placement = recordPlacement(records, skewMs)
 
     // Messages are kept as bytes while the stream is read: each call is decoded, re-folded and
     // checked in one go afterwards, so its objects die young. Envelopes are verified on worker
@@ -121,6 +144,9 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
       if ("fromSeq" in selection && selection.fromSeq < layout.firstSeq && unarchived(Math.max(1, selection.fromSeq), layout.firstSeq).length > 0) fail("", [], `the selection starts at ${selection.fromSeq}, but ${stream} begins at ${layout.firstSeq} (earlier messages were purged)`)
     }
     verifier.flush()
+    if ("held" in selection && calls.size === 0 && !archived.byHeld.has(selection.held)) {
+      return yield* new AuditError({ operation: "select", message: `no such held call: ${selection.held} has no events in ${stream} or its archives` })
+    }
 
     // Calls the range touched are folded from their first event.
     let backfilled = 0
@@ -204,6 +230,10 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
           continue
         }
         const d = decodeLog(log)
+        for (const e of d.events) {
+          placement.see(e.seq, e.event.at)
+          if ("policy_epoch" in e.event) placement.claim(e.seq, log.heldId, e.event.policy_epoch, e.event.at)
+        }
         const last = d.events[d.events.length - 1]
         lastAt[i] = last === undefined ? null : Date.parse(last.event.at)
         audited[i] = last === undefined ? { stream: d.violations } : { stream: d.violations, call: auditCall({ heldId: log.heldId, events: d.events }, ctx) }
@@ -238,6 +268,8 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
               note: `matched ${projection.summary.matched}, lagging ${projection.summary.lagging}, ahead ${projection.summary.ahead}, missing ${projection.summary.missing}`
             }
 
+    const pinCheck = yield* checkPins(policy, options.pluginBucket ?? PluginBucket)
+
     let pluginCheck: CheckResult = skipped("plugin-rerun", "pass --rerun-plugins to re-run recorded plugin decisions")
     if (options.rerunPlugins === true) {
       const bucket = options.pluginBucket ?? PluginBucket
@@ -252,7 +284,17 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
       }
     }
 
+    const registryFinding = placement.finding()
+    const registryViolations = [...registry.finding.violations, ...registryFinding.violations]
     const all: Array<CheckResult> = [
+      {
+        name: "registry",
+        status: registryViolations.length > 0 ? "failed" : registry.finding.unverified.length > 0 ? "pending" : "passed",
+        checked: registry.finding.checked,
+        violations: registryViolations,
+        unverified: registry.finding.unverified,
+        note: registry.anchor
+      },
       { name: "stream", status: streamViolations.length > 0 ? "failed" : "passed", checked: events + backfilled, violations: streamViolations, unverified: [] },
       {
         name: "archive",
@@ -264,6 +306,7 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
       },
       ...held,
       projectionCheck,
+      pinCheck,
       pluginCheck
     ]
     const violations = all.reduce((n, c) => n + c.violations.length, 0)
@@ -279,6 +322,8 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
       archived: archivedCommits,
       held_calls: heldCalls,
       policy_epochs: policy.epochs.map((e) => e.epoch),
+      anchored: registry.anchored,
+      anchor: registry.anchor,
       duration_ms: duration,
       events_per_second: Math.round(((events + backfilled) / Math.max(1, duration)) * 1000),
       checks: all,
@@ -393,4 +438,25 @@ const compareAll = (bucket: string, traced: ReadonlyArray<{ readonly heldId: str
       { concurrency: 64, discard: true }
     )
     return { _tag: "compared" as const, summary: summary as ProjectionSummary, violations }
+  })
+
+/**
+ * `plugin-pins`: every wasm a trusted epoch pins is in the plugin object store under its digest
+ * and hashes to it (a swapped plugin is caught without re-running anything); one read per pin.
+ */
+const checkPins = (policy: PolicyHistory, bucket: string): Effect.Effect<CheckResult, AuditError, Nats> =>
+  Effect.gen(function* () {
+    const pins = new Map<string, string>()
+    for (const e of policy.epochs) for (const p of e.policy.profiles) for (const pin of p.plugins ?? []) if (!pins.has(pin.sha256)) pins.set(pin.sha256, `${pin.name} (epoch ${e.epoch})`)
+    if (pins.size === 0) return { name: "plugin-pins", status: "passed", checked: 0, violations: [], unverified: [], note: "no plugin pinned" }
+    const loader = yield* Effect.either(makePinnedWasmLoader(bucket))
+    if (Either.isLeft(loader)) return skipped("plugin-pins", `cannot read the plugin object store: ${loader.left.message}`)
+    const violations: Array<Violation> = []
+    const unverified: Array<{ held_id: string; seqs: Array<number>; message: string }> = []
+    for (const [sha256, what] of pins) {
+      const w = yield* loader.right(sha256)
+      if (w.kind === "swapped") violations.push({ check: "plugin-pins", held_id: "", seqs: [], message: `${what}: the object store's wasm/${sha256} holds other bytes (sha256 ${w.actual})` })
+      else if (w.kind === "absent") unverified.push({ held_id: "", seqs: [], message: `${what}: no wasm/${sha256} in the plugin object store` })
+    }
+    return { name: "plugin-pins", status: violations.length > 0 ? "failed" : unverified.length > 0 ? "pending" : "passed", checked: pins.size, violations, unverified, note: "stored wasm hashed against the pins; decisions are re-run with --rerun-plugins" }
   })

@@ -8,7 +8,8 @@ export const formatReport = (r: AuditReport, maxPerCheck = 20): string => {
   const sel = r.selection.held !== undefined ? `held call ${r.selection.held}` : r.selection.since !== undefined ? `since ${r.selection.since}` : `from seq ${r.selection.from_seq ?? 1}`
   const lines = [
     `wk audit replay: ${r.stream}, ${sel}: seq ${r.first_seq}..${r.last_seq}, ${r.events} messages read, ${r.backfilled} backfilled, ${r.held_calls} held calls, policy epochs [${r.policy_epochs.join(", ")}]`,
-    `  ${r.duration_ms} ms, ${r.events_per_second} events/s`
+    `  ${r.duration_ms} ms, ${r.events_per_second} events/s`,
+    ...(r.anchor !== undefined ? [`  ${r.anchored === true ? "anchored by" : "WARNING"}: ${r.anchor}`] : [])
   ]
   const width = Math.max(...r.checks.map((c) => c.name.length))
   for (const c of r.checks) {

@@ -7,6 +7,7 @@ import { exportOver } from "../audit/Export.js"
 import { replayOver, type Selection } from "../audit/Replay.js"
 import { formatProgress, formatReport } from "../audit/Summary.js"
 import { verifyExport } from "../audit/VerifyExport.js"
+import { readTrustRoot } from "../audit/TrustRoot.js"
 
 // The server is the global `--server` (or NATS_URL, or the context's): see Connect.serverUrl.
 const connection = {
@@ -20,6 +21,33 @@ const natsOf = (o: { user: Option.Option<string>; pass: Option.Option<string> })
   const fromUrl = natsOptionsFor("auditor")
   return { ...fromUrl, user: Option.getOrElse(o.user, () => fromUrl.user ?? "auditor"), pass: Option.getOrElse(o.pass, () => fromUrl.pass ?? "auditor-dev") }
 }
+
+/**
+ * A replay or export stopped by a signal has no verdict: it says so on stderr and exits with
+ * 128 + the signal's number, never 0 (the runtime ends an interrupted program with 0).
+ */
+const noVerdictOnSignal = <A, E, R>(what: string, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.suspend(() => {
+    let signal: "SIGTERM" | "SIGINT" | undefined
+    const onTerm = () => void (signal = "SIGTERM")
+    const onInt = () => void (signal = "SIGINT")
+    process.once("SIGTERM", onTerm)
+    process.once("SIGINT", onInt)
+    return effect.pipe(
+      Effect.onInterrupt(() =>
+        Effect.sync(() => {
+          process.stderr.write(`wk audit ${what}: interrupted${signal !== undefined ? ` by ${signal}` : ""} before it finished: no verdict\n`)
+          process.exit(signal === "SIGINT" ? 130 : 143)
+        })
+      ),
+      Effect.ensuring(
+        Effect.sync(() => {
+          process.removeListener("SIGTERM", onTerm)
+          process.removeListener("SIGINT", onInt)
+        })
+      )
+    )
+  })
 
 /** `wk audit replay`: re-derives and checks every decision from the log; exit code 1 on any violation. */
 const replayCommand = Command.make(
@@ -35,10 +63,13 @@ const replayCommand = Command.make(
     factsBucket: Options.text("facts-bucket").pipe(Options.withDefault("wk_facts"), Options.withDescription("KV bucket of the fact projection to compare with")),
     sessionsStream: Options.text("sessions-stream").pipe(Options.withDefault("WK_SESSIONS"), Options.withDescription("stream of delivered results to check")),
     pluginBucket: Options.text("plugin-bucket").pipe(Options.withDefault("wk_plugins"), Options.withDescription("object store of pinned plugins (for --rerun-plugins)")),
+    trust: Options.text("trust").pipe(Options.optional, Options.withDescription("trust root file (admin keys, start-up profile digests, kernel keys) held out of band; without it the first policy record is trusted as found")),
+    strict: Options.boolean("strict").pipe(Options.withDescription("fail (exit 1) when no trust root anchors the replay")),
     quiet: Options.boolean("quiet").pipe(Options.withDescription("no progress lines on stderr"))
   },
   (o) =>
     Effect.gen(function* () {
+      const trust = Option.isSome(o.trust) ? yield* readTrustRoot(o.trust.value) : undefined
       const chosen = [Option.isSome(o.fromSeq), Option.isSome(o.since), Option.isSome(o.held)].filter(Boolean).length
       if (chosen > 1) return yield* Effect.fail(new Error("choose one of --from-seq, --since, --held"))
       let selection: Selection = { fromSeq: Option.getOrElse(o.fromSeq, () => 1) }
@@ -48,17 +79,20 @@ const replayCommand = Command.make(
         if (Number.isNaN(t.getTime())) return yield* Effect.fail(new Error(`--since is not a time: ${o.since.value}`))
         selection = { since: t }
       }
-      const report = yield* replayOver(natsOf(o), {
+      const report = yield* noVerdictOnSignal("replay", replayOver(natsOf(o), {
         stream: o.stream,
         selection,
         factsBucket: o.noProjection ? null : o.factsBucket,
         sessionsStream: o.sessionsStream,
         rerunPlugins: o.rerunPlugins,
         pluginBucket: o.pluginBucket,
+        ...(trust !== undefined ? { trust } : {}),
         ...(o.quiet ? {} : { onProgress: (p) => process.stderr.write(`${formatProgress(p)}\n`) })
-      })
+      }))
       yield* Console.log(o.json ? JSON.stringify(report, null, 2) : formatReport(report))
-      if (!report.ok) process.exitCode = 1
+      // Unanchored: said on stderr too, so a script reading only the exit code and --json still sees it.
+      if (report.anchored !== true) process.stderr.write(`wk audit: ${report.anchor ?? "UNANCHORED"}${o.strict ? " (--strict: failing)" : ""}\n`)
+      if (!report.ok || (o.strict && report.anchored !== true)) process.exitCode = 1
     })
 ).pipe(Command.withDescription("Replay WK_EVENTS, re-fold every held call and check the kernel's invariants (non-zero exit on any violation)"))
 
@@ -72,7 +106,7 @@ const exportCommand = Command.make(
   },
   (o) =>
     Effect.gen(function* () {
-      const doc = yield* exportOver(natsOf(o), { held: o.held, stream: o.stream })
+      const doc = yield* noVerdictOnSignal("export", exportOver(natsOf(o), { held: o.held, stream: o.stream }))
       const text = JSON.stringify(doc, null, 2)
       if (Option.isSome(o.out)) writeFileSync(o.out.value, text)
       else yield* Console.log(text)

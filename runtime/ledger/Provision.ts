@@ -2,7 +2,7 @@ import { Effect } from "effect"
 import { randomBytes } from "node:crypto"
 import { Objm } from "@nats-io/obj"
 import { ArchiveBucket } from "../schema/Archive.js"
-import { DiscardPolicy, RetentionPolicy, StorageType, type StreamConfig } from "@nats-io/jetstream"
+import { AckPolicy, DeliverPolicy, DiscardPolicy, RetentionPolicy, StorageType, type StreamConfig } from "@nats-io/jetstream"
 import { Buckets, Streams } from "../schema/Subjects.js"
 import { LedgerError } from "./LedgerError.js"
 import { Nats } from "./Nats.js"
@@ -36,6 +36,9 @@ export const streamConfigs = (replicas = 1, retention: RetentionConfig = Default
     ...streamLimits(retention)[Streams.events],
     duplicate_window: TwoMinutesNs,
     allow_direct: true,
+    // No single event can be deleted, by any user, and no update can take this back. Archiving
+    // purges archived calls by subject (so deny_purge stays off).
+    deny_delete: true,
     num_replicas: replicas
   },
   {
@@ -75,7 +78,9 @@ export const provision = (replicas = 1, retention: RetentionConfig = DefaultRete
           const limits = (streamLimits(retention) as Record<string, { max_bytes: number; max_age: number; discard: DiscardPolicy }>)[cfg.name]
           if (limits === undefined) return
           const c = info.config
-          if (c.max_bytes !== limits.max_bytes || c.max_age !== limits.max_age || c.discard !== limits.discard) await jsm.streams.update(cfg.name, { ...c, ...limits })
+          // A stream made before deny_delete was provisioned gets it (it can be added, never removed).
+          const denyDelete = cfg.deny_delete === true && c.deny_delete !== true ? { deny_delete: true } : {}
+          if (c.max_bytes !== limits.max_bytes || c.max_age !== limits.max_age || c.discard !== limits.discard || "deny_delete" in denyDelete) await jsm.streams.update(cfg.name, { ...c, ...limits, ...denyDelete })
         },
         catch: (cause) => new LedgerError({ operation: `provision stream ${cfg.name}`, message: String(cause), cause })
       })
@@ -100,6 +105,33 @@ export const provision = (replicas = 1, retention: RetentionConfig = DefaultRete
         await kv.create(KernelSecrets.heldId, randomBytes(32)).catch(() => undefined)
       },
       catch: (cause) => new LedgerError({ operation: "provision the kernel secret", message: String(cause), cause })
+    })
+  })
+
+/** The durable consumer on `WK_WAKES` every kernel process shares: each wake is handled by one of them. */
+export const ControllerConsumer = "wk-controller"
+
+/**
+ * Creates the controller's consumer when it is missing (an existing one is left as it is):
+ * explicit acks, redelivery after `ackWaitMs` without an ack, no delivery limit.
+ */
+export const ensureControllerConsumer = (ackWaitMs: number) =>
+  Effect.gen(function* () {
+    const { jsm } = yield* Nats
+    yield* Effect.tryPromise({
+      try: async () => {
+        const exists = await jsm.consumers.info(Streams.wakes, ControllerConsumer).then(() => true, () => false)
+        if (exists) return
+        await jsm.consumers.add(Streams.wakes, {
+          durable_name: ControllerConsumer,
+          ack_policy: AckPolicy.Explicit,
+          deliver_policy: DeliverPolicy.All,
+          ack_wait: nanos(ackWaitMs),
+          max_ack_pending: -1,
+          max_deliver: -1
+        })
+      },
+      catch: (cause) => new LedgerError({ operation: "create controller consumer", message: String(cause), cause })
     })
   })
 

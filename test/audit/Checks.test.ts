@@ -156,6 +156,75 @@ describe("pure checks over the recorded witnessed transfer", () => {
   })
 })
 
+describe("an event removed or moved leaves a step without its cause -> consistency", () => {
+  const settledCtx = ctxWith({ newestAt: Date.parse(recorded.at(-1)!.event.at) + 60_000 })
+  const without = (type: string) => edit((e) => (e["type"] === type ? null : e))
+  const messagesOf = (events: ReadonlyArray<SequencedEvent>, ctx = settledCtx) => check(audit(events, ctx), "consistency").violations.map((v) => v.message)
+
+  it("the recorded history is consistent", () => {
+    expect(check(audit(recorded, settledCtx), "consistency")).toMatchObject({ status: "passed", violations: [] })
+  })
+
+  it("call.held removed: attestations of a generation never held, a REQUIRE_WITNESS generation never held", () => {
+    const m = messagesOf(without("call.held"))
+    expect(m).toEqual(expect.arrayContaining([expect.stringMatching(/^attestation by user:\w+ accepted for generation 2, which was never held/), "generation 2 was adjudicated REQUIRE_WITNESS and never held (no call.held)"]))
+  })
+
+  it("effect.recorded removed: the admission has no effect before it", () => {
+    expect(messagesOf(without("effect.recorded"))).toEqual(expect.arrayContaining([expect.stringMatching(/^result.admitted with no effect recorded before it/)]))
+  })
+
+  it("result.admitted moved before effect.recorded", () => {
+    const i = recorded.findIndex((e) => e.event.type === "effect.recorded")
+    const moved = [...recorded]
+    ;[moved[i], moved[i + 1]] = [{ ...moved[i + 1]!, seq: moved[i]!.seq }, { ...moved[i]!, seq: moved[i + 1]!.seq }]
+    expect(messagesOf(moved)).toEqual(expect.arrayContaining([expect.stringMatching(/^result.admitted with no effect recorded before it \(execution was dispatched\)/)]))
+  })
+
+  it("result.admitted removed, or result.quarantined removed: a delivery before the call ended, and its result never admitted", () => {
+    const quarantined = edit((e) => (e["type"] === "result.admitted" ? { ...e, type: "result.quarantined", by: "plugin:secret-scan@1.0.0", reason: "secret", result: undefined } : e))
+    expect(failed(audit(quarantined, settledCtx))).toEqual([])
+    for (const events of [without("result.admitted"), quarantined.filter((e) => e.event.type !== "result.quarantined")]) {
+      expect(messagesOf(events)).toEqual(expect.arrayContaining([expect.stringMatching(/^delivery .* published before the call ended/), "its effect was recorded but its result was never admitted or quarantined"]))
+    }
+  })
+
+  it("delivery.published removed: its acknowledgement acknowledges nothing", () => {
+    expect(messagesOf(without("delivery.published"))).toEqual([expect.stringMatching(/^delivery .* acknowledged but never published/)])
+  })
+
+  it("effect.recorded and everything after it removed: a dispatch with no outcome, once settled (pending before)", () => {
+    const cut = recorded.findIndex((e) => e.event.type === "effect.recorded")
+    const dispatchedOnly = recorded.slice(0, cut)
+    expect(messagesOf(dispatchedOnly)).toEqual(["it was dispatched and no outcome was ever recorded (effect.recorded missing)"])
+    expect(check(audit(dispatchedOnly, ctxWith({ newestAt: Date.parse(recorded[cut - 1]!.event.at) })), "consistency").status).toBe("pending")
+  })
+
+  it("a veto removed: the denial in the vetoing witness's name has no reject behind it", () => {
+    // The approvals revoked by a compliance reject: the recorded history up to the quorum, then zoe's veto and the denial.
+    const upTo = recorded.findIndex((e) => e.event.type === "readiness.changed")
+    const last = recorded[upTo - 1]!
+    const zoe = { ...(accepted[0]!.event as object), witness: "compliance:zoe", class: "compliance", decision: "reject", event_id: "attestation.accepted:zoe" } as unknown as HeldEvent
+    const denied = { type: "call.denied", event_id: `call.denied:${heldId}:veto`, held_id: heldId, generation: 2, at: last.event.at, reasons: [{ by: "compliance:zoe", reason: "veto by compliance witness compliance:zoe" }] } as HeldEvent
+    const vetoed = [...recorded.slice(0, upTo), { seq: 100, index: 0, event: zoe }, { seq: 101, index: 0, event: denied }]
+    expect(messagesOf(vetoed)).toEqual([])
+    expect(messagesOf(vetoed.filter((e) => e.seq !== 100))).toEqual([expect.stringMatching(/^denied in the name of compliance:zoe .* has no valid reject for generation 2/)])
+  })
+})
+
+describe("the signed proposal is what the call records", () => {
+  it("args.to changed with call_digest recomputed -> signatures", async () => {
+    const { callDigest } = await import("../../runtime/schema/Canonical.js")
+    const changed = edit((e) => {
+      if (e["type"] !== "call.proposed") return e
+      const args = { ...(e["args"] as Record<string, unknown>), to: "acct-forger" }
+      return { ...e, args, call_digest: callDigest(String(e["tool"]), args) }
+    })
+    const checks = audit(changed)
+    expect(check(checks, "signatures").violations.map((v) => v.message)).toEqual(expect.arrayContaining(["call.proposed: args are not the signed proposal's args"]))
+  })
+})
+
 describe("policy history", () => {
   it("finds the epochs in force around a time, within the skew", () => {
     const h = policyHistory([record(2, "2026-01-01T00:01:00.000Z"), record(1, "2026-01-01T00:00:00.000Z"), record(1, "2026-01-01T00:00:00.000Z")], 5000)

@@ -6,7 +6,7 @@ import { DemoBank } from "../../runtime/executor/DemoBank.js"
 import { layerHostEnvMemory } from "../../runtime/plugins/HostEnv.js"
 import { layerPluginAdjudicator, layerPluginAdmission } from "../../runtime/plugins/Pipeline.js"
 import { layerPluginHost } from "../../runtime/plugins/PluginHost.js"
-import { layerPluginSourceObjectStore, PluginBucket, publishPlugin } from "../../runtime/plugins/PluginStore.js"
+import { layerPluginSourceObjectStore, PluginBucket, publishPlugin } from "../../runtime/ledger/PluginStore.js"
 import { startTestNats, type TestNats } from "../support/TestNats.js"
 import { clientFor, connectAs, testProfile } from "../support/Principals.js"
 import { startKernel, type InProcessKernel } from "../support/InProcessKernel.js"
@@ -63,13 +63,18 @@ describe("plugin-rerun", () => {
     expect(c).toMatchObject({ status: "passed", checked: 4, unverified: [] })
   })
 
-  it("a pinned wasm swapped for other bytes in the object store -> plugin-rerun", async () => {
+  it("a pinned wasm swapped for other bytes in the object store -> plugin-pins by default, and plugin-rerun", async () => {
     const swapped = `${PluginBucket}_swapped`
     const os = await new Objm(kernelConn).create(swapped)
     await os.putBlob({ name: `wasm/${spendLimit.sha256}` }, artifact("secret-scan").bytes)
     await os.putBlob({ name: `wasm/${secretScan.sha256}` }, artifact("secret-scan").bytes)
+    // Without re-running anything, the stored bytes are hashed against the pins.
+    const cheap = await replayAs(nats.servers, "kernel", { pluginBucket: swapped })
+    expect(failedChecks(cheap)).toEqual(["plugin-pins"])
+    // spend-limit's digest holds secret-scan's bytes; secret-scan's holds its own.
+    expect(checkOf(cheap, "plugin-pins").violations.map((v) => v.message)).toEqual([expect.stringMatching(new RegExp(`wasm/${spendLimit.sha256} holds other bytes`))])
     const r = await replayAs(nats.servers, "kernel", { rerunPlugins: true, pluginBucket: swapped })
-    expect(failedChecks(r)).toEqual(["plugin-rerun"])
+    expect(failedChecks(r)).toEqual(["plugin-pins", "plugin-rerun"])
     const v = checkOf(r, "plugin-rerun").violations
     expect(v).toHaveLength(2)
     expect(v[0]!.message).toContain("holds other bytes")

@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest"
 import { auditHistories } from "../../runtime/audit/Audit.js"
+import { trustedRegistry } from "../../runtime/audit/TrustedRegistry.js"
+import { startupDigest } from "../../runtime/audit/TrustRoot.js"
 import { policyHistory } from "../../runtime/audit/PolicyHistory.js"
 import type { CheckContext } from "../../runtime/audit/checks/Check.js"
 import { devKeyPair, devPublicKey } from "../../runtime/client/DevKeys.js"
@@ -66,30 +68,30 @@ describe("wk audit replay names unauthorized policy changes", () => {
 })
 
 describe("wk audit replay names unauthorized epochs in the registry's history", () => {
-  /** The history: the organization at epoch 1, then `next` applied as epoch 2 by `by`. */
+  /** The history: the organization at epoch 1, then `next` applied as epoch 2 by `by`, trusted from the first record. */
   const epochs = (next: Profile, by?: AppliedBy) => {
     const records = [
-      { type: "policy.applied" as const, event_id: "policy.applied:e1", epoch: 1, at: at(-60_000), profiles: [org], seq: 1 },
-      { type: "policy.applied" as const, event_id: "policy.applied:e2", epoch: 2, at: at(-30_000), profiles: [next], seq: 2, ...(by !== undefined ? { applied_by: by } : {}) }
+      { type: "policy.applied" as const, event_id: "policy.applied:e1", epoch: 1, at: at(-60_000), profiles: [org], seq: 1, profiles_digest: startupDigest([org]) },
+      { type: "policy.applied" as const, event_id: "policy.applied:e2", epoch: 2, at: at(-30_000), profiles: [next], seq: 2, profiles_digest: startupDigest([next]), ...(by !== undefined ? { applied_by: by } : {}) }
     ]
-    const c: CheckContext = { policy: policyHistory(records), newestAt: Date.parse(at(200)), settleMs: 30_000 }
-    return auditHistories([], c).checks.find((x) => x.name === "policy-authority")!
+    return trustedRegistry(records, { _tag: "first-record" }, () => undefined)
   }
   const applyBy = (principal: string, profile: Profile): AppliedBy => ({ envelope: signEnvelope({ op: "policy.apply", principal, profile, nonce: "forged-nonce", expires_at: at(300_000) }, devKeyPair(principal).secretKey) })
 
-  it("an epoch that widens, applied at once on one admin's signed request -> 'widening applied without a second admin'", () => {
+  it("an epoch that widens, applied at once on one admin's signed request -> 'widening applied without a second admin', and not trusted", () => {
     const found = epochs(widened, applyBy("admin:root", widened))
-    expect(found.status).toBe("failed")
-    expect(found.violations).toEqual([expect.objectContaining({ held_id: "policy.applied:e2", seqs: [2], message: expect.stringMatching(/^widening applied without a second admin: epoch 2 .*admin:root/) })])
+    expect(found.finding.violations).toEqual([expect.objectContaining({ check: "registry", held_id: "policy.applied:e2", seqs: [2], message: expect.stringMatching(/^widening applied without a second admin: epoch 2 .*admin:root/) })])
+    expect(found.records.map((r) => r.epoch)).toEqual([1])
   })
 
   it("an epoch applied on a non-admin's signed request -> 'policy change by a non-admin'", () => {
-    expect(epochs(narrowed, applyBy("agent:mallory", narrowed)).violations).toEqual([expect.objectContaining({ message: expect.stringMatching(/^policy change by a non-admin: epoch 2 was applied by agent:mallory/) })])
+    expect(epochs(narrowed, applyBy("agent:mallory", narrowed)).finding.violations).toEqual([expect.objectContaining({ message: expect.stringMatching(/^policy change by a non-admin: epoch 2 was applied by agent:mallory/) })])
   })
 
-  it("a narrowing one admin applied passes; a witnessed change is judged with its call; a widening with no recorded origin is unverified", () => {
-    expect(epochs(narrowed, applyBy("admin:root", narrowed))).toMatchObject({ status: "passed", violations: [] })
-    expect(epochs(widened, { held_id: HeldId })).toMatchObject({ status: "passed", violations: [] })
-    expect(epochs(widened)).toMatchObject({ status: "pending", violations: [], unverified: [expect.objectContaining({ message: expect.stringContaining("records no origin") })] })
+  it("a narrowing one admin applied is trusted; a witnessed change with no such call or a widening with no origin is not", () => {
+    expect(epochs(narrowed, applyBy("admin:root", narrowed))).toMatchObject({ finding: { violations: [] }, records: [{ epoch: 1 }, { epoch: 2 }] })
+    expect(epochs(widened, { held_id: HeldId }).finding.violations).toEqual([expect.objectContaining({ message: expect.stringContaining(`names the witnessed change ${HeldId}, which has no events`) })])
+    expect(epochs(widened).finding.violations).toEqual([expect.objectContaining({ message: expect.stringContaining("with no signed origin") })])
+    expect(epochs(narrowed).records.map((r) => r.epoch)).toEqual([1, 2])
   })
 })

@@ -7,9 +7,13 @@ import { startTestNats, type TestNats } from "../support/TestNats.js"
 import { clientFor, connectAs, testProfile } from "../support/Principals.js"
 import { startKernel, type InProcessKernel } from "../support/InProcessKernel.js"
 import { eventsOf, eventually } from "../support/Stream.js"
-import { checkOf, copyStream, failedChecks, readAll, replayAs, type CopiedMessage } from "./support.js"
+import { checkOf, copyStream, failedChecks, forgedApproval, readAll, replayAs, trustRootFor, type CopiedMessage } from "./support.js"
+import nacl from "tweetnacl"
+import { signEnvelope } from "../../runtime/schema/EnvelopeSignature.js"
+import { callDigest } from "../../runtime/schema/Canonical.js"
 import { Effect } from "effect"
 import { spawnSync } from "node:child_process"
+import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { exportOver } from "../../runtime/audit/Export.js"
 import { verifyExport } from "../../runtime/audit/VerifyExport.js"
@@ -255,6 +259,138 @@ describe("tampered copies of the stream fail with the right check", () => {
   })
 })
 
+describe("forgeries that remove, move or rewrite what the log says", () => {
+  let original: Array<CopiedMessage & { seq: number }>
+  const on = (id: string) => `wk.v1.events.${id}`
+  const replayCopy = async (edit: (ms: Array<CopiedMessage>) => Array<CopiedMessage>, options: { settleMs?: number } = {}) =>
+    replayAs(nats.servers, "kernel", { stream: await copyStream(kernelConn, original, edit), factsBucket: null, ...options })
+  const dropping = (id: string, type: string) => (ms: Array<CopiedMessage>) => ms.filter((m) => !(m.subject === on(id) && m.body["type"] === type))
+  beforeAll(async () => {
+    original = await readAll(kernelConn)
+  })
+
+  it("the compliance veto removed -> consistency names the denial without its reject", async () => {
+    const r = await replayCopy(dropping(ids["vetoed"]!, "attestation.accepted"))
+    expect(failedChecks(r)).toContain("consistency")
+    expect(checkOf(r, "consistency").violations).toEqual([expect.objectContaining({ held_id: ids["vetoed"], message: expect.stringMatching(/^denied in the name of compliance:zoe/) })])
+  })
+
+  it("call.denied removed from a DENY call -> consistency, once the call had time to settle", async () => {
+    const r = await replayCopy(dropping(ids["deny"]!, "call.denied"), { settleMs: 1 })
+    expect(checkOf(r, "consistency").violations).toEqual([expect.objectContaining({ held_id: ids["deny"], message: "the verdict is DENY but the call was never denied (call.denied missing)" })])
+  })
+
+  it("a delivery removed from the log while its message stays in WK_SESSIONS -> delivery", async () => {
+    const r = await replayCopy((ms) => ms.filter((m) => !(m.subject === on(ids["approved"]!) && String(m.body["type"]).startsWith("delivery."))))
+    expect(checkOf(r, "delivery").violations).toEqual(expect.arrayContaining([expect.objectContaining({ held_id: ids["approved"], message: expect.stringMatching(/has no delivery.published in the call's history$/) })]))
+  })
+
+  it("args.to changed on an ALLOW call with its call_digest recomputed -> signatures compares with the signed proposal", async () => {
+    const r = await replayCopy((ms) =>
+      ms.map((m) => {
+        if (m.subject !== on(ids["allow"]!) || m.body["type"] !== "call.proposed") return m
+        const args = { ...(m.body["args"] as Record<string, unknown>), to: "acct-forger" }
+        return { ...m, body: { ...m.body, args, call_digest: callDigest(String(m.body["tool"]), args) } }
+      })
+    )
+    expect(checkOf(r, "signatures").violations).toEqual([expect.objectContaining({ held_id: ids["allow"], message: "call.proposed: args are not the signed proposal's args" })])
+  })
+
+  it("the policy records swapped -> registry; the later epoch's keys are not trusted", async () => {
+    const r = await replayCopy((ms) => {
+      const records = ms.filter((m) => m.subject === "wk.v1.events._policy")
+      const [first, second] = [ms.indexOf(records[0]!), ms.indexOf(records[1]!)]
+      const out = [...ms]
+      ;[out[first], out[second]] = [out[second]!, out[first]!]
+      return out
+    })
+    expect(failedChecks(r)).toContain("registry")
+    expect(checkOf(r, "registry").violations.map((v) => v.message)).toEqual(expect.arrayContaining([expect.stringMatching(/^policy record moved: epoch 1 sits after epoch 2/)]))
+    expect(r.policy_epochs).toEqual([])
+  })
+})
+
+describe("trust from outside the stream", () => {
+  let original: Array<CopiedMessage & { seq: number }>
+  const on = (id: string) => `wk.v1.events.${id}`
+  beforeAll(async () => {
+    original = await readAll(kernelConn)
+  })
+
+  /**
+   * The forger's history: a `policy.applied` record registering two witnesses with keys the
+   * forger made, then their approvals of the open call and its whole execution, under the
+   * forged epoch. Every event the forger writes is well formed and every new signature verifies.
+   */
+  const forged = (appliedBy?: Record<string, unknown>) => (ms: Array<CopiedMessage>): Array<CopiedMessage> => {
+    const id = ids["open"]!
+    const mine = ms.filter((m) => m.subject === on(id))
+    const held = mine.find((m) => m.body["type"] === "call.held")!.body
+    const proposed = mine.find((m) => m.body["type"] === "call.proposed")!.body
+    const lastPolicy = [...ms].reverse().find((m) => m.subject === "wk.v1.events._policy")!.body
+    const epoch = Number(lastPolicy["epoch"]) + 1
+    const witnesses = ["user:x1", "user:x2"].map((name) => ({ name, pair: nacl.sign.keyPair() }))
+    const widened = { ...profile, principals: { ...profile.principals, ...Object.fromEntries(witnesses.map((w) => [w.name, { keys: [Buffer.from(w.pair.publicKey).toString("base64")], classes: ["human"] }])) } }
+    const at = new Date().toISOString()
+    const record = { type: "policy.applied", event_id: `policy.applied:e${epoch}`, epoch, at, profiles: [widened], ...(appliedBy !== undefined ? { applied_by: appliedBy } : {}) }
+    const binding = { held_id: id, generation: 1, call_digest: String(proposed["call_digest"]), contract_digest: String((held["witness_request"] as { contract_digest: string }).contract_digest) }
+    const template = ms.find((m) => m.subject === on(ids["approved"]!) && m.body["type"] === "attestation.accepted")!.body
+    const key = `${id}:g1`
+    const base = { held_id: id, generation: 1, at }
+    return [
+      ...ms,
+      { subject: "wk.v1.events._policy", body: record },
+      ...witnesses.map((w) => ({ subject: on(id), body: forgedApproval(template, binding, w.name, w.pair.secretKey) })),
+      { subject: on(id), body: { ...base, type: "execution.leased", event_id: `execution.leased:${id}:${key}:a1`, owner: "forger", lease_until: at } },
+      { subject: on(id), body: { ...base, type: "effect.dispatched", event_id: `effect.dispatched:${id}:${key}:a1`, idempotency_key: key, attempt: 1, owner: "forger", lease_until: at, policy_epoch: epoch } },
+      { subject: on(id), body: { ...base, type: "effect.recorded", event_id: `effect.recorded:${id}:${key}`, idempotency_key: key, ok: true, result: { forged: true }, via: "dispatch" } }
+    ]
+  }
+
+  it("the real log verifies from the organization's trust root; without one the replay says it is unanchored", async () => {
+    const stream = await copyStream(kernelConn, original)
+    const anchored = await replayAs(nats.servers, "kernel", { stream, factsBucket: null, trust: trustRootFor([profile]) })
+    expect(failedChecks(anchored)).toEqual([])
+    expect(anchored).toMatchObject({ anchored: true, policy_epochs: [1, 2] })
+    const bare = await replayAs(nats.servers, "kernel", { stream, factsBucket: null })
+    expect(bare).toMatchObject({ ok: true, anchored: false, anchor: expect.stringMatching(/^UNANCHORED: .*epoch 1, seq \d+, profiles sha256 [0-9a-f]{64}/) })
+  })
+
+  it("keys added by an unsigned policy record, then approvals and an execution forged with them -> registry and signatures", async () => {
+    for (const trust of [trustRootFor([profile]), undefined]) {
+      const stream = await copyStream(kernelConn, original, forged())
+      const r = await replayAs(nats.servers, "kernel", { stream, factsBucket: null, ...(trust ? { trust } : {}) })
+      expect(failedChecks(r)).toEqual(expect.arrayContaining(["registry", "signatures", "effect-safety"]))
+      expect(r.policy_epochs).toEqual([1, 2])
+      expect(checkOf(r, "registry").violations[0]!.message).toMatch(/^epoch 3 widens policy \(principals.user:x1: principal 'user:x1' is added.*no signed origin.*its keys are not trusted$/)
+      const unregistered = checkOf(r, "signatures").violations.map((v) => v.message)
+      expect(unregistered).toHaveLength(2)
+      for (const m of unregistered) expect(m).toMatch(/was not registered to user:x[12]/)
+    }
+  })
+
+  it("the same forgery claiming a witnessed change or an admin's signed request -> registry", async () => {
+    const stream = await copyStream(kernelConn, original, forged({ held_id: ids["approved"]! }))
+    const r = await replayAs(nats.servers, "kernel", { stream, factsBucket: null, trust: trustRootFor([profile]) })
+    expect(failedChecks(r)).toEqual(expect.arrayContaining(["registry", "signatures"]))
+    expect(checkOf(r, "registry").violations[0]!.message).toContain(`epoch 3 (witnessed change ${ids["approved"]}) is not authorized: the call has no signed policy.apply proposal`)
+    // An envelope the forger signed with a key of its own, naming an admin.
+    const env = signEnvelope({ op: "policy.apply", principal: "admin:root", profile, nonce: "n", expires_at: new Date(Date.now() + 60_000).toISOString() }, nacl.sign.keyPair().secretKey)
+    const r2 = await replayAs(nats.servers, "kernel", { stream: await copyStream(kernelConn, original, forged({ envelope: env })), factsBucket: null })
+    expect(checkOf(r2, "registry").violations[0]!.message).toMatch(/^policy change by a non-admin: epoch 3 was applied by admin:root, whose key is not a policy admin's in epoch 2/)
+  })
+
+  it("a start-up profile set the trust root does not list is not trusted", async () => {
+    const stream = await copyStream(kernelConn, original)
+    const r = await replayAs(nats.servers, "kernel", { stream, factsBucket: null, trust: { ...trustRootFor([profile]), startup_profiles: [] } })
+    // Nothing derives from the root: no key is shown registered, so no signature is verified either.
+    expect(r.ok).toBe(false)
+    expect(failedChecks(r)).toEqual(["registry"])
+    expect(checkOf(r, "signatures").status).toBe("pending")
+    expect(checkOf(r, "registry").violations[0]!.message).toMatch(/^epoch 1 was loaded from profile files whose digest [0-9a-f]{64} the trust root does not list/)
+  })
+})
+
 describe("wk audit export", () => {
   it("exports one call as a document that verifies offline with its public keys alone; any edit breaks it", async () => {
     const doc = await Effect.runPromise(exportOver({ servers: nats.servers, ...Roles.auditor }, { held: ids["approved"]! }))
@@ -311,6 +447,31 @@ describe("the wk audit CLI", () => {
     const bad = wk(["audit", "replay", "--server", server, "--user", "kernel", "--pass", "kernel-dev", "--stream", stream, "--no-projection", "--quiet"])
     expect(bad.stdout).toContain("FAIL effect-safety")
     expect(bad.status).toBe(1)
+  })
+
+  it("an unknown --held is an error naming it, not an OK", () => {
+    const r = wk(["audit", "replay", "--server", `nats://${nats.servers}`, "--held", "h_0000000000000000000000000000dead", "--quiet"])
+    expect(r.stderr).toContain("no such held call: h_0000000000000000000000000000dead")
+    expect(r.stdout).not.toContain("OK")
+    expect(r.status).not.toBe(0)
+  })
+
+  it("--trust anchors the replay; without it the summary and stderr say UNANCHORED, and --strict fails", () => {
+    const server = `nats://${nats.servers}`
+    const file = join(nats.storeDir, "trust.json")
+    writeFileSync(file, JSON.stringify(trustRootFor([profile])))
+    const anchored = wk(["audit", "replay", "--server", server, "--trust", file, "--no-projection", "--quiet"])
+    expect(anchored.stdout).toContain("anchored by: trust root: 2 admin(s)")
+    expect(anchored.stderr).not.toContain("UNANCHORED")
+    expect(anchored.status).toBe(0)
+    const strict = wk(["audit", "replay", "--server", server, "--strict", "--no-projection", "--quiet"])
+    expect(strict.stdout).toContain("OK: no violations")
+    expect(strict.stderr).toContain("wk audit: UNANCHORED: no trust root given")
+    expect(strict.status).toBe(1)
+    writeFileSync(file, JSON.stringify({ format: "wk.trust/1" }))
+    const bad = wk(["audit", "replay", "--server", server, "--trust", file, "--quiet"])
+    expect(bad.stderr).toContain(`read ${file}`)
+    expect(bad.status).not.toBe(0)
   })
 
   it("export writes a document that verify accepts", () => {

@@ -7,6 +7,11 @@ import { replayOver, type ReplayOptions } from "../../runtime/audit/Replay.js"
 import type { AuditReport, CheckName } from "../../runtime/audit/AuditReport.js"
 import { Streams } from "../../runtime/schema/Subjects.js"
 import { Roles } from "../support/TestNats.js"
+import { jcsDigest } from "../../runtime/schema/Canonical.js"
+import { signEnvelope } from "../../runtime/schema/EnvelopeSignature.js"
+import { devPublicKey } from "../../runtime/client/DevKeys.js"
+import type { Profile } from "../../runtime/schema/Profile.js"
+import { startupDigest, type TrustRoot } from "../../runtime/audit/TrustRoot.js"
 
 /**
  * One event of the events stream (or one `_policy` / `_archive` record), with its body parsed.
@@ -91,3 +96,40 @@ export const failedChecks = (r: AuditReport): Array<CheckName> => r.checks.filte
 
 /** A report's check by name. */
 export const checkOf = (r: AuditReport, name: CheckName) => r.checks.find((c) => c.name === name)!
+
+/**
+ * An approval of `held` by `witness`, signed with `secretKey` (a key the forger made), built on
+ * a real `attestation.accepted` body: what a forger holding the kernel's NATS credentials writes.
+ */
+export const forgedApproval = (
+  template: Record<string, unknown>,
+  held: { held_id: string; generation: number; call_digest: string; contract_digest: string },
+  witness: string,
+  secretKey: Uint8Array
+): Record<string, unknown> => {
+  const env = template["envelope"] as { payload: Record<string, unknown> }
+  const payload = { ...env.payload, ...held, principal: witness, class: "human", decision: "approve", nonce: `forged-${witness}`, issued_at: new Date().toISOString(), expires_at: new Date(Date.now() + 3_600_000).toISOString() }
+  const digest = jcsDigest(payload)
+  return {
+    ...template,
+    ...held,
+    witness,
+    class: "human",
+    decision: "approve",
+    nonce: payload.nonce,
+    issued_at: payload.issued_at,
+    expires_at: payload.expires_at,
+    at: payload.issued_at,
+    attestation_digest: digest,
+    event_id: `attestation.accepted:${held.held_id}:${digest}`,
+    envelope: signEnvelope(payload, secretKey)
+  }
+}
+
+/** A trust root for the test organization: its admins' dev keys and the profile set it starts with. */
+export const trustRootFor = (profiles: ReadonlyArray<Profile>): TrustRoot => ({
+  format: "wk.trust/1",
+  admins: Object.fromEntries(profiles.flatMap((p) => (p.admins ?? []).map((a) => [a, [devPublicKey(a)]]))),
+  startup_profiles: [startupDigest(profiles)],
+  kernel_keys: []
+})

@@ -4,7 +4,7 @@ import { collector, type HeldCheck } from "./Check.js"
 /**
  * `delivery` (invariants 8 and 11): no delivery in the sessions stream carries the bytes of a
  * quarantined result (its `result` is null), every recorded `delivery.published` has its
- * message, and every held call (one that answered 202) that ended was delivered. A call that
+ * message and every message its recorded `delivery.published`, and every held call (one that answered 202) that ended was delivered. A call that
  * ended less than `settleMs` before the newest event read is still settling: unverified.
  */
 export const delivery: HeldCheck = {
@@ -16,8 +16,11 @@ export const delivery: HeldCheck = {
     const messages = ctx.deliveries?.get(call.heldId) ?? []
     const quarantinedAt = call.steps.find((s) => s.event.type === "result.quarantined" && s.fresh)
     if (ctx.deliveries !== undefined) {
+      const recordedIds = new Set(published.map((s) => (s.event.type === "delivery.published" ? s.event.delivery_id : "")))
       for (const m of messages) {
         c.count()
+        // A delivery the log does not record: its delivery.published was removed.
+        if (!recordedIds.has(m.delivery_id)) c.fail([], `delivery ${m.delivery_id} (WK_SESSIONS seq ${m.seq}) has no delivery.published in the call's history`)
         if (quarantinedAt !== undefined && m.result !== null && m.result !== undefined) {
           c.fail([quarantinedAt.seq], `a quarantined result reached delivery ${m.delivery_id} (WK_SESSIONS seq ${m.seq}) with its bytes`)
         } else if (m.admission === "quarantined" && m.result !== null && m.result !== undefined) {

@@ -30,6 +30,9 @@ const mismatchOf = (heldId: string, e: HeldEvent, p: Envelope["payload"]): strin
       }
       if (heldIdOf(String(p["principal"]), String(p["session_id"]), String(p["turn_id"]), String(p["call_id"]), e.held_id_salt) !== heldId) return "the signed proposal derives another held id"
       if (e.call_digest !== callDigest(e.tool, e.args)) return "call_digest is not sha256(JCS({tool, args})) of the event"
+      // The digest is the event's own: only the signed payload says what was proposed.
+      if (e.tool !== p["tool"]) return `tool ${JSON.stringify(e.tool)} is not the signed proposal's ${JSON.stringify(p["tool"])}`
+      if (canonicalize(e.args) !== canonicalize(p["args"] ?? null)) return "args are not the signed proposal's args"
       return differs("principal", e.principal, p["principal"]) ?? differs("session_id", e.session_id, p["session_id"]) ?? differs("turn_id", e.turn_id, p["turn_id"]) ?? differs("call_id", e.call_id, p["call_id"])
     }
     case "attestation.accepted":

@@ -1,6 +1,7 @@
 // The pure per-call checks, in report order; `plugin-rerun` and `projection` need I/O and run in Replay.
 import { attestationBinding } from "./AttestationBinding.js"
 import type { HeldCheck } from "./Check.js"
+import { consistency } from "./Consistency.js"
 import { delivery } from "./Delivery.js"
 import { effectSafety } from "./EffectSafety.js"
 import { policyAuthority } from "./PolicyAuthority.js"
@@ -8,12 +9,13 @@ import { signatures } from "./Signatures.js"
 
 export * from "./Check.js"
 export { attestationBinding } from "./AttestationBinding.js"
+export { consistency } from "./Consistency.js"
 export { delivery } from "./Delivery.js"
 export { effectSafety } from "./EffectSafety.js"
-export { policyAuthority, policyEpochAuthority } from "./PolicyAuthority.js"
+export { policyAuthority } from "./PolicyAuthority.js"
 export { signatures } from "./Signatures.js"
 export { compareProjection, type ProjectionComparison } from "./Projection.js"
 export { rerunPlugins } from "./PluginRerun.js"
 
 /** Every pure held-call check. */
-export const heldChecks: ReadonlyArray<HeldCheck> = [signatures, attestationBinding, effectSafety, policyAuthority, delivery]
+export const heldChecks: ReadonlyArray<HeldCheck> = [signatures, attestationBinding, effectSafety, consistency, policyAuthority, delivery]
