@@ -11,6 +11,10 @@ import { decodeCommitBytes } from "../../runtime/schema/Commit.js"
 import type { HeldEvent } from "../../runtime/schema/Events.js"
 import { Streams, Subjects } from "../../runtime/schema/Subjects.js"
 import { Roles, startTestNats, type TestNats } from "../support/TestNats.js"
+import { DemoBank } from "../../runtime/executor/DemoBank.js"
+import { clientFor, connectAs, testProfile } from "../support/Principals.js"
+import { startKernel } from "../support/InProcessKernel.js"
+import { eventsOf, eventually } from "../support/Stream.js"
 import { HeldId as FixtureHeldId, adjudicated, attestation, held, proposed, sequenced } from "../heldcall/Given.js"
 
 /** Commits against a real nats-server: the events of one append are one stream message. */
@@ -113,4 +117,26 @@ describe("a commit", () => {
     const seq = await rt.runPromise(appendEvent(forCall(b, proposed(1)), 0))
     expect((await rt.runPromise(storedCommits(b))).map((c) => [c.seq, c.commit.events.length])).toEqual([[seq, 1]])
   })
+})
+
+describe("commits written by a kernel", () => {
+  it("an ALLOW call is two stream messages: proposal, verdict, claim and dispatch; then effect and admission", async () => {
+    const kernel = await startKernel(nats.servers, [testProfile()])
+    const [tool, agent, k] = await Promise.all([connectAs(nats.servers, "bank"), connectAs(nats.servers, "agent"), connectAs(nats.servers, "kernel")])
+    try {
+      new DemoBank().serve(tool)
+      const reply = (await clientFor(agent, "agent:alice").propose({ session_id: "s-commit", turn_id: "t1", call_id: `c-${randomBytes(4).toString("hex")}`, tool: "money_transfer", args: { from: "a", to: "b", amount: 5 } } as never)) as { status: number; held_id: string }
+      expect(reply.status).toBe(200)
+      await eventually(async () => (await eventsOf(k, reply.held_id)).some((e) => e.type === "result.admitted"))
+      const commits = await rt.runPromise(storedCommits(reply.held_id))
+      expect(commits.slice(0, 2).map((c) => c.commit.events.map((e) => e.type))).toEqual([
+        ["call.proposed", "call.adjudicated", "execution.leased", "effect.dispatched"],
+        ["effect.recorded", "result.admitted"]
+      ])
+      expect(commits.every((c) => c.commit.held_id === reply.held_id && c.commit.commit_id === c.commit.events[0].event_id)).toBe(true)
+    } finally {
+      await Promise.all([tool, agent, k].map((c) => c.close()))
+      await kernel.stop()
+    }
+  }, 60_000)
 })
