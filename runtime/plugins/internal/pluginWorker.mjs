@@ -2,7 +2,7 @@
 // through shared memory and terminates this thread when a call overruns its time limit: the
 // Extism SDK's own timeout does not stop a wasm loop, a terminated thread does.
 // Protocol: ctrl[0] state, ctrl[1] byte length in `data`, ctrl[2] status, ctrl[3] output length,
-// ctrl[4] export index, ctrl[5] the call's timeout_ms. States and statuses are mirrored in
+// ctrl[4] export index, ctrl[5] the call's timeout_ms, ctrl[6] 1 while this thread sleeps between calls. States and statuses are mirrored in
 // pluginRunner.ts. A metered module (wasmMeter.ts) gets `timeout_ms x fuelPerMs` units of fuel
 // before each call and stops deterministically when they run out (TIMEOUT), as in meteredRunner.ts.
 import { parentPort, workerData } from "node:worker_threads"
@@ -138,7 +138,11 @@ const loop = async () => {
     if (s !== CALL) {
       // A blocking wait wakes much faster than waitAsync (no trip through the event loop); the
       // timeout lets queued tasks run now and then; terminate() interrupts the wait.
+      // ctrl[6] tells the main thread this side is asleep and a hand-over must notify it
+      // (a notify that wakes a thread is a system call; one that finds no sleeper is not made).
+      Atomics.store(ctrl, 6, 1)
       Atomics.wait(ctrl, 0, s, 500)
+      Atomics.store(ctrl, 6, 0)
       await null
       continue
     }
