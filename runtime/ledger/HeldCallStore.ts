@@ -109,9 +109,10 @@ export const makeHeldCallStore = Effect.gen(function* () {
       projected.set(heldId, loaded.facts.last_seq)
       if (projected.size > CacheSize) projected.delete(projected.keys().next().value!)
       const revision = recent.get(heldId)?.revision ?? loaded.revision
-      // A plain promise, not a forked fiber (once per call on the hot path), started after the
-      // current turn so the caller's reply is written first and concurrent projections share a flush.
-      setImmediate(() =>
+      // A plain promise, not a forked fiber (once per call on the hot path), started as a
+      // microtask: it goes out in the same socket write as the reply that follows this drive
+      // (the client flushes once its microtasks have run), not in a write of its own.
+      queueMicrotask(() =>
         projectFacts(nats, loaded.facts, revision).then(
           (rev) => {
             const cur = recent.get(heldId)

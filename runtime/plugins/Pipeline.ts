@@ -90,16 +90,32 @@ const callStage = <A, I>(
   schema: Schema.Schema<A, I>,
   input: JsonValue,
   call: { readonly principal: string; readonly now: number }
-): Effect.Effect<Call<A>> =>
+): Effect.Effect<Call<A>> => Effect.flatten(startStage(plugins, pin, stage, schema, input, call))
+
+/**
+ * `callStage` in two steps: the outer effect loads the plugin and hands the call to its
+ * worker; the inner one awaits and decodes the outcome.
+ */
+const startStage = <A, I>(
+  plugins: Plugins,
+  pin: PluginPin,
+  stage: Stage,
+  schema: Schema.Schema<A, I>,
+  input: JsonValue,
+  call: { readonly principal: string; readonly now: number }
+): Effect.Effect<Effect.Effect<Call<A>>> =>
   Effect.gen(function* () {
     const { host, env } = plugins
     const loaded = yield* Effect.either(host.load(pin))
-    if (Either.isLeft(loaded)) return { result: loadFault(loaded.left), inv: undefined }
+    if (Either.isLeft(loaded)) return Effect.succeed<Call<A>>({ result: loadFault(loaded.left), inv: undefined })
     const plugin: LoadedPlugin = loaded.right
-    const inv = yield* host.invoke(plugin, stage, input, grantedHostHandler(plugin.pin, call, env))
-    for (const line of inv.raw.logs) yield* Effect.logInfo(line).pipe(Effect.annotateLogs({ plugin: plugin.label, stage }))
-    if (inv.raw.status !== "ok") return { result: { ok: false, fault: inv.raw.status, message: inv.raw.text }, inv }
-    return { result: decodeOutput(stage, schema, inv.raw.text), inv }
+    const running = yield* host.start(plugin, stage, input, grantedHostHandler(plugin.pin, call, env))
+    return Effect.gen(function* () {
+      const inv = yield* running
+      for (const line of inv.raw.logs) yield* Effect.logInfo(line).pipe(Effect.annotateLogs({ plugin: plugin.label, stage }))
+      if (inv.raw.status !== "ok") return { result: { ok: false, fault: inv.raw.status, message: inv.raw.text }, inv } satisfies Call<A>
+      return { result: decodeOutput(stage, schema, inv.raw.text), inv } satisfies Call<A>
+    })
   })
 
 const loadFault = (e: PluginLoadError): StageResult<never> => ({ ok: false, fault: "load", message: e.message })
@@ -201,10 +217,18 @@ export const adjudicateWith = (
 
     const opinions: Opinion[] = [...builtIn(current)]
     for (const o of opinions) decisions.push({ by: o.by, output: o.verdict })
-    for (const pin of pinsFor(policy, "adjudicate")) {
-      const role = isNarrowingPin(policy, pin) ? ("narrowing" as const) : ("authority" as const)
+    // Adjudicators are independent opinions on the same call: each is handed to its worker
+    // before any is awaited, so they run side by side; they are folded in pin order.
+    const adjudicators = pinsFor(policy, "adjudicate")
+    const running: Array<Effect.Effect<Call<typeof AdjudicateOutput.Type>>> = []
+    for (const pin of adjudicators) {
       const stageInput = { stage: "adjudicate", proposal: proposalOf(proposal, current), config: resolvePin(pin).config, now }
-      const { result, inv } = yield* callStage(plugins, pin, "adjudicate", AdjudicateOutput, stageInput, ctx)
+      running.push(yield* startStage(plugins, pin, "adjudicate", AdjudicateOutput, stageInput, ctx))
+    }
+    for (let i = 0; i < adjudicators.length; i++) {
+      const pin = adjudicators[i]!
+      const role = isNarrowingPin(policy, pin) ? ("narrowing" as const) : ("authority" as const)
+      const { result, inv } = yield* running[i]!
       if (result.ok) {
         decisions.push(pluginDecision(pin, "adjudicate", inv, { result: result.value }))
         opinions.push({ by: pluginBy(pin), ...result.value, role })

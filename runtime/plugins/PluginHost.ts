@@ -43,6 +43,12 @@ export class PluginHost extends Context.Tag("wk/PluginHost")<
     readonly load: (pin: PluginPin) => Effect.Effect<LoadedPlugin, PluginLoadError>
     /** Calls a stage export. Never fails: faults (timeout, trap, memory) are in `raw.status`. */
     readonly invoke: (plugin: LoadedPlugin, stage: Stage, input: JsonValue, host: HostHandler) => Effect.Effect<Invocation>
+    /**
+     * `invoke` in two steps: running the outer effect hands the call to the plugin's worker,
+     * the inner one awaits its end. Calls of several plugins started before any is awaited run
+     * side by side, each on its own worker, with no fiber per call.
+     */
+    readonly start: (plugin: LoadedPlugin, stage: Stage, input: JsonValue, host: HostHandler) => Effect.Effect<Effect.Effect<Invocation>>
   }
 >() {}
 
@@ -195,8 +201,8 @@ export const makePluginHost = Effect.gen(function* () {
       )
     })
 
-  const invoke = (plugin: LoadedPlugin, stage: Stage, input: JsonValue, host: HostHandler): Effect.Effect<Invocation> =>
-    Effect.suspend(() => {
+  const start = (plugin: LoadedPlugin, stage: Stage, input: JsonValue, host: HostHandler): Effect.Effect<Effect.Effect<Invocation>> =>
+    Effect.sync(() => {
       const text = canonicalize(input)
       const bytes = new TextEncoder().encode(text)
       const hostValues: HostValue[] = []
@@ -215,7 +221,9 @@ export const makePluginHost = Effect.gen(function* () {
       return Effect.promise(() => pending).pipe(Effect.map((raw): Invocation => ({ input, inputDigest, raw, hostValues })))
     })
 
-  return PluginHost.of({ load, invoke })
+  const invoke = (plugin: LoadedPlugin, stage: Stage, input: JsonValue, host: HostHandler): Effect.Effect<Invocation> => Effect.flatten(start(plugin, stage, input, host))
+
+  return PluginHost.of({ load, invoke, start })
 })
 
 /** The plugin host over a PluginSource; its workers live as long as the layer. */
