@@ -104,18 +104,17 @@ const startStage = <A, I>(
   input: JsonValue,
   call: { readonly principal: string; readonly now: number }
 ): Effect.Effect<Effect.Effect<Call<A>>> =>
-  Effect.gen(function* () {
-    const { host, env } = plugins
-    const loaded = yield* Effect.either(host.load(pin))
-    if (Either.isLeft(loaded)) return Effect.succeed<Call<A>>({ result: loadFault(loaded.left), inv: undefined })
-    const plugin: LoadedPlugin = loaded.right
-    const running = yield* host.start(plugin, stage, input, grantedHostHandler(plugin.pin, call, env))
-    return Effect.gen(function* () {
-      const inv = yield* running
-      for (const line of inv.raw.logs) yield* Effect.logInfo(line).pipe(Effect.annotateLogs({ plugin: plugin.label, stage }))
-      if (inv.raw.status !== "ok") return { result: { ok: false, fault: inv.raw.status, message: inv.raw.text }, inv } satisfies Call<A>
-      return { result: decodeOutput(stage, schema, inv.raw.text), inv } satisfies Call<A>
-    })
+  // Plain combinators, not a generator: this runs for every plugin call of every proposal.
+  Effect.matchEffect(plugins.host.load(pin), {
+    onFailure: (e) => Effect.succeed(Effect.succeed<Call<A>>({ result: loadFault(e), inv: undefined })),
+    onSuccess: (plugin) =>
+      Effect.map(plugins.host.start(plugin, stage, input, grantedHostHandler(plugin.pin, call, plugins.env)), (running) =>
+        Effect.flatMap(running, (inv) => {
+          const outcome: Call<A> = inv.raw.status !== "ok" ? { result: { ok: false, fault: inv.raw.status, message: inv.raw.text }, inv } : { result: decodeOutput(stage, schema, inv.raw.text), inv }
+          if (inv.raw.logs.length === 0) return Effect.succeed(outcome)
+          return Effect.as(Effect.forEach(inv.raw.logs, (line) => Effect.logInfo(line).pipe(Effect.annotateLogs({ plugin: plugin.label, stage })), { discard: true }), outcome)
+        })
+      )
   })
 
 const loadFault = (e: PluginLoadError): StageResult<never> => ({ ok: false, fault: "load", message: e.message })
