@@ -47,6 +47,8 @@ module.exports = {
   options: {
     doNotFollow: { path: "node_modules" },
     tsPreCompilationDeps: true,
+    // Worktrees link node_modules from elsewhere: keep the link's path so the NATS rule still matches.
+    preserveSymlinks: true,
     tsConfig: { fileName: "tsconfig.json" },
     enhancedResolveOptions: { exportsFields: ["exports"], conditionNames: ["import", "require", "node", "default"], extensions: [".ts", ".js", ".mjs", ".cjs"] },
     exclude: { path: "^build/" }

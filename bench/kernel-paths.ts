@@ -5,6 +5,7 @@ import type { NatsConnection, Subscription } from "@nats-io/transport-node"
 import { repoRoot } from "../runtime/cli/Paths.js"
 import { BareAllowSubject, BareReleaseSubject, BareToolSubject } from "./bare-kernel.js"
 import { measureDbos } from "./dbos-workflow.js"
+import { measureLangGraph } from "./langgraph-workflow.js"
 import { floorAllowLatencies, floorAllowThroughput, floorReleaseLatencies, FloorToolSubject, startDurableFloor } from "./durable-floor.js"
 import { DemoBank } from "../runtime/executor/DemoBank.js"
 import { Subjects } from "../runtime/schema/Subjects.js"
@@ -251,6 +252,30 @@ const dbosRows = async (e: Env, allowP50: number, allowRate: number, floorP50: n
   ]
 }
 
+/**
+ * LangGraph with a PostgreSQL checkpointer, as the DBOS rows: same tool, same sizes, next to the
+ * durable floor, and the kernel's ALLOW next to it. "skipped" when the packages or the server are
+ * not there (WK_BENCH_LANGGRAPH=0 skips it on purpose).
+ */
+const langGraphRows = async (e: Env, allowP50: number, allowRate: number, floorP50: number, floorRate: number): Promise<Array<Row>> => {
+  const figures = ["LangGraph + PostgresSaver (1 node: the tool) p50 vs durable floor", "LangGraph throughput, 64 agents, vs durable floor's", "ALLOW p50 vs LangGraph p50", "ALLOW throughput, 64 agents, vs LangGraph's"] as const
+  const skippedAll = (why: string) => [skippedRow(figures[0], "ms", why), skippedRow(figures[1], "calls/s", why), skippedRow(figures[2], "ms", why, "< 1x"), skippedRow(figures[3], "calls/s", why, "> 1x")]
+  if (process.env["WK_BENCH_LANGGRAPH"] === "0") return skippedAll("WK_BENCH_LANGGRAPH=0")
+  const outcome = await measureLangGraph({ nc: e.floorClient, toolSubject: BareToolSubject, payload: Payload, runs: Runs, perRun: PerRun, total: ThroughputCalls }).catch((err: unknown) => ({ skipped: `LangGraph failed: ${err instanceof Error ? err.message : String(err)}` }))
+  if ("skipped" in outcome) return skippedAll(outcome.skipped)
+  const { latencies, rates, checkpointed, ran } = outcome.figures
+  if (checkpointed !== ran) throw new Error(`LangGraph bench: ${ran} calls ran, ${checkpointed} threads checkpointed`)
+  const p50 = median(latencies.map(median))
+  const rate = median(rates)
+  note("LangGraph p99 (sequential)", median(latencies.map((xs) => percentile(xs, 0.99))), "ms")
+  return [
+    row(figures[0], p50, floorP50, "ms"),
+    row(figures[1], rate, floorRate, "calls/s"),
+    row(figures[2], allowP50, p50, "ms", "< 1x"),
+    row(figures[3], allowRate, rate, "calls/s", "> 1x")
+  ]
+}
+
 export const runKernelPathBench = async (): Promise<Array<Row>> => {
   if (FloorToolSubject !== BareToolSubject) throw new Error("the floors must call the same echo tool")
   const e = await setup()
@@ -298,7 +323,7 @@ export const runKernelPathBench = async (): Promise<Array<Row>> => {
     note("bench client CPU per ALLOW call (64 agents, signing)", (cpu.client / cpu.calls) * 1000, "ms")
     note("durable floor process CPU per ALLOW call, 64 agents", (cpu.floor / cpu.calls) * 1000, "ms")
     note("nats-server CPU per durable floor call, 64 agents", (cpu.floorNats / cpu.calls) * 1000, "ms")
-    const dbos = await dbosRows(e, allow.p50, oneKernel, floor.p50, median(floorRates))
+    const dbos = [...(await dbosRows(e, allow.p50, oneKernel, floor.p50, median(floorRates))), ...(await langGraphRows(e, allow.p50, oneKernel, floor.p50, median(floorRates)))]
     const rows = [
       row("ALLOW propose->200 p50 vs durable floor (2 commits + wake, tool, reply)", allow.p50, floor.p50, "ms", "<= 1.5x"),
       row("ALLOW propose->200 p99 vs durable floor p99", allow.p99, floor.p99, "ms"),

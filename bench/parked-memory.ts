@@ -4,7 +4,7 @@ import { startTestNats } from "../test/support/TestNats.js"
 import { clientFor, connectAs, testProfile } from "../test/support/Principals.js"
 import { profileDir, startKernelProcess } from "../test/support/KernelProcess.js"
 import { Streams } from "../runtime/schema/Subjects.js"
-import { ControllerConsumer } from "../runtime/loops/Controller.js"
+import { ControllerConsumer } from "../runtime/ledger/Provision.js"
 import { printTable, progress, row, type Row } from "./Table.js"
 import { StatusSubject } from "../runtime/protocol/Status.js"
 

@@ -1,18 +1,20 @@
 import { Effect, Layer } from "effect"
 import { layerKernelConfig, KernelConfig } from "./KernelConfig.js"
 import { layerNats, Nats, type NatsOptions } from "./ledger/Nats.js"
-import { layerHeldCallStore } from "./ledger/HeldCallStore.js"
+import { layerNatsLedger } from "./ledger/LedgerPorts.js"
 import { provision } from "./ledger/Provision.js"
 import { retentionOf } from "./ledger/Retention.js"
 import { layerHeldIds } from "./protocol/HeldIds.js"
-import { layerPolicyStore } from "./policy/PolicyStore.js"
+import { layerPolicyStore } from "./ledger/NatsPolicyStore.js"
 import { layerRuleAdjudicator } from "./policy/RuleAdjudicator.js"
 import { layerAdmitAll } from "./policy/Admission.js"
 import { layerDriver } from "./loops/Driver.js"
+import { layerHeldCalls } from "./loops/HeldCalls.js"
 import { runController } from "./loops/Controller.js"
 import { runPresenceWatch } from "./loops/PresenceWatch.js"
 import { runArchiver } from "./loops/Archiver.js"
 import { runPolicyReevaluation } from "./loops/PolicyReevaluation.js"
+import { layerAllowLatency } from "./loops/AllowLatency.js"
 import { runRecoverySweep } from "./loops/RecoverySweep.js"
 import { serveProtocol } from "./protocol/Service.js"
 import { servePolicyApplyTool } from "./protocol/PolicyApplyTool.js"
@@ -24,7 +26,7 @@ import { layerProfileSeams } from "./policy/ProfileSeams.js"
 import { layerPluginHost } from "./plugins/PluginHost.js"
 import { layerHostEnvKv } from "./plugins/HostEnvKv.js"
 import { findPluginDirs, readPluginDir } from "./plugins/PluginSource.js"
-import { layerPluginSourceObjectStore, publishPlugin } from "./plugins/PluginStore.js"
+import { layerPluginSourceObjectStore, publishPlugin } from "./ledger/PluginStore.js"
 import { Buckets } from "./schema/Subjects.js"
 import { LedgerError } from "./ledger/LedgerError.js"
 
@@ -77,9 +79,10 @@ export const layerKernel = (opts: KernelOptions) => {
     ? Layer.merge(opts.adjudicator ?? layerRuleAdjudicator, opts.admission ?? layerAdmitAll)
     : layerPolicySeams.pipe(Layer.provide(provisioned), Layer.provide(nats))
   const heldIds = layerHeldIds.pipe(Layer.provide(provisioned), Layer.provide(nats))
-  const base = Layer.mergeAll(nats, layerKernelConfig(opts.config ?? {}), seams, heldIds)
-  const stores = Layer.mergeAll(layerHeldCallStore, layerPolicyStore(opts.profiles)).pipe(Layer.provide(provisioned), Layer.provideMerge(base))
-  return layerDriver.pipe(Layer.provideMerge(stores))
+  const config = layerKernelConfig(opts.config ?? {})
+  const base = Layer.mergeAll(nats, config, layerAllowLatency.pipe(Layer.provide(config)), seams, heldIds)
+  const stores = Layer.mergeAll(layerNatsLedger, layerPolicyStore(opts.profiles)).pipe(Layer.provide(provisioned), Layer.provideMerge(base))
+  return layerHeldCalls.pipe(Layer.provideMerge(layerDriver.pipe(Layer.provideMerge(stores))))
 }
 
 /** Serves the protocol and runs the controller until the scope closes. */

@@ -16,7 +16,7 @@ import { readOrdered, readSubject, streamLayout, type RawMessage, type ReadProgr
 import { compareProjection, rerunPlugins, type CheckContext } from "./checks/index.js"
 import { readDeliveries } from "./Deliveries.js"
 import { readArchives } from "./Archives.js"
-import { PluginBucket } from "../plugins/PluginStore.js"
+import { PluginBucket } from "../ledger/PluginStore.js"
 import type { HeldEvent } from "../schema/Events.js"
 import { recordPlacement } from "./RecordPlacement.js"
 import type { TrustRoot } from "./TrustRoot.js"

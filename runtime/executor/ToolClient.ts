@@ -1,48 +1,9 @@
-import { Effect, Schema } from "effect"
-import { Nats, RequestFailed } from "../ledger/Nats.js"
-import { JsonValue } from "../schema/Json.js"
-import { Subjects } from "../schema/Subjects.js"
+import { Effect } from "effect"
+import { ToolClient } from "../ledger/ToolClient.js"
 
-/** A tool's answer to an invoke, as protocol.md fixes it. */
-export const InvokeReply = Schema.Union(
-  Schema.Struct({ ok: Schema.Literal(true), result: JsonValue }),
-  Schema.Struct({ ok: Schema.Literal(false), error: Schema.String })
-)
-export type InvokeReply = typeof InvokeReply.Type
-
-export const ReadbackReply = Schema.Union(
-  Schema.Struct({ applied: Schema.Literal(true), result: JsonValue }),
-  Schema.Struct({ applied: Schema.Literal(false) })
-)
-export type ReadbackReply = typeof ReadbackReply.Type
-
-/** The tool did not answer in time, or answered with something that is not protocol: outcome unknown. */
-export class ToolUnanswered extends Schema.TaggedError<ToolUnanswered>()("ToolUnanswered", {
-  tool: Schema.String,
-  reason: Schema.String
-}) {}
-
-/** Nobody serves this subject: for read-back it means the tool has none. */
-export class NoResponders extends Schema.TaggedError<NoResponders>()("NoResponders", { tool: Schema.String }) {}
-
-const encoder = new TextEncoder()
-
-const request = <A, I>(schema: Schema.Schema<A, I>, subject: string, tool: string, body: unknown, timeoutMs: number) =>
-  Effect.gen(function* () {
-    const nats = yield* Nats
-    const msg = yield* Effect.tryPromise({
-      try: () => nats.request(subject, encoder.encode(JSON.stringify(body)), { timeoutMs }),
-      catch: (cause) => (cause instanceof RequestFailed && cause.reason === "no_responders" ? new NoResponders({ tool }) : new ToolUnanswered({ tool, reason: String(cause) }))
-    })
-    return yield* Schema.decodeUnknown(schema)(msg.json()).pipe(
-      Effect.mapError((e) => new ToolUnanswered({ tool, reason: `reply is not protocol: ${e.message}` }))
-    )
-  })
-
-/** `wk.v1.tools.<tool>.invoke` with the idempotency key. */
+/** `wk.v1.tools.<tool>.invoke` with the idempotency key (ledger/ToolClient.ts). */
 export const invokeTool = (tool: string, heldId: string, idempotencyKey: string, args: unknown, timeoutMs: number) =>
-  request(InvokeReply, Subjects.toolInvoke(tool), tool, { held_id: heldId, idempotency_key: idempotencyKey, tool, args }, timeoutMs)
+  Effect.flatMap(ToolClient, (c) => c.invoke({ tool, heldId, idempotencyKey, args }, timeoutMs))
 
 /** `wk.v1.tools.<tool>.readback`: did the effect under this key happen? */
-export const readbackTool = (tool: string, idempotencyKey: string, timeoutMs: number) =>
-  request(ReadbackReply, Subjects.toolReadback(tool), tool, { idempotency_key: idempotencyKey }, timeoutMs)
+export const readbackTool = (tool: string, idempotencyKey: string, timeoutMs: number) => Effect.flatMap(ToolClient, (c) => c.readback(tool, idempotencyKey, timeoutMs))

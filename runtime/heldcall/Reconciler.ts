@@ -17,6 +17,12 @@ export interface ReconcileContext extends WitnessRegistry {
   readonly bound?: number
   /** How an unacknowledged delivery is republished (default `DefaultDeliveryRetry`). */
   readonly delivery?: DeliveryRetry
+  /**
+   * Events already folded into the facts on top of `last_seq` and not yet committed (a driver
+   * batches a decision's events into one commit). Local event ids count on from there, so two
+   * derivations on one committed sequence never share an id.
+   */
+  readonly uncommitted?: number
 }
 
 /**
@@ -76,7 +82,7 @@ export const reconcile = (facts: HeldCallFacts, ctx: ReconcileContext): Plan => 
   const events: Array<HeldEvent> = []
   let f = facts
   for (let i = 0; ; i++) {
-    const next = nextLocalEvent(f, ctx, `@${facts.last_seq}.${i}`, at)
+    const next = nextLocalEvent(f, ctx, `@${facts.last_seq}.${(ctx.uncommitted ?? 0) + i}`, at)
     if (next === null) break
     if (i >= bound) {
       const stop: HeldEvent = { type: "reconcile.bound_exceeded", event_id: `reconcile.bound_exceeded:${f.held_id}:@${facts.last_seq}`, held_id: f.held_id, generation: f.generation, at, bound }
@@ -176,12 +182,16 @@ const actionsFor = (f: HeldCallFacts, ctx: ReconcileContext): ReadonlyArray<Acti
   const actions: Array<Action> = []
   if (beforeDispatch(f) && !checked(f, ctx) && f.policy_epoch <= ctx.policyEpoch) actions.push({ kind: "adjudicate" })
   if (mayDispatch(f, ctx)) actions.push({ kind: "execute" })
-  if ((f.execution === "dispatched" && !leaseLive(f, ctx)) || (f.execution === "outcome-unknown" && !f.needs_witness)) actions.push({ kind: "resolve" })
+  if ((f.execution === "dispatched" && !leaseLive(f, ctx)) || (f.execution === "outcome-unknown" && !f.needs_witness && readbackDue(f, ctx))) actions.push({ kind: "resolve" })
   if (f.execution === "effect-recorded" && f.result_admission === "pending") actions.push({ kind: "admit" })
   if (f.outcome !== null && f.spec.parent_held_id !== undefined && f.parent_reported !== true) actions.push({ kind: "report" })
   if (f.outcome !== null && dueDelivery(f, ctx)) actions.push({ kind: "deliver" })
   return actions
 }
+
+/** A read-back that last reached no tool service is asked again from its `retry_at`. */
+const readbackDue = (f: HeldCallFacts, ctx: ReconcileContext): boolean =>
+  f.readback_unreached === undefined || Date.parse(f.readback_unreached.retry_at) <= ctx.now
 
 /** The first delivery is always published (however late the call ended); republishing is bounded. */
 const dueDelivery = (f: HeldCallFacts, ctx: ReconcileContext): boolean =>
@@ -200,6 +210,7 @@ const requeueFor = (f: HeldCallFacts, ctx: ReconcileContext): number | null => {
     if (f.unreached !== undefined) times.push(Date.parse(f.unreached.retry_at))
   }
   if ((f.execution === "leased" || f.execution === "dispatched") && f.lease_until !== null) times.push(Date.parse(f.lease_until) + 1)
+  if (f.execution === "outcome-unknown" && !f.needs_witness && f.readback_unreached !== undefined) times.push(Date.parse(f.readback_unreached.retry_at))
   if (f.outcome !== null && republishing(f)) {
     times.push(Date.parse(f.delivery_last_at!) + deliveryBackoffMs(f.delivery_attempts, ctx.delivery))
     // Wake at the deadline to record the stop.

@@ -133,7 +133,7 @@ const apply = (f: HeldCallFacts, e: HeldEvent): HeldCallFacts => {
       return (f.execution === "none" || f.execution === "leased") && e.generation === f.generation ? { ...f, execution: "leased", lease_owner: e.owner, lease_until: e.lease_until } : f
     case "effect.dispatched": {
       if (f.execution === "effect-recorded") return f
-      const { resend: _resend, ...rest } = f
+      const { resend: _resend, readback_unreached: _readbackUnreached, ...rest } = f
       return { ...rest, execution: "dispatched", lease_owner: e.owner, lease_until: e.lease_until ?? null, dispatch_attempts: Math.max(f.dispatch_attempts, e.attempt), needs_witness: false }
     }
     case "effect.unreached":
@@ -157,10 +157,16 @@ const apply = (f: HeldCallFacts, e: HeldEvent): HeldCallFacts => {
     case "effect.outcome_unknown":
       if (f.execution === "effect-recorded") return f
       return { ...f, execution: "outcome-unknown", needs_witness: e.needs_witness }
-    case "effect.readback":
+    case "effect.readback_unreached":
+      // The tool is down: still unknown, and read-back is asked again from retry_at.
+      if (f.execution !== "outcome-unknown") return f
+      return { ...f, readback_unreached: { attempts: (f.readback_unreached?.attempts ?? 0) + 1, reason: e.reason, retry_at: e.retry_at } }
+    case "effect.readback": {
       // Not applied: the effect is known absent, and may be dispatched again under the same key.
       if (f.execution === "effect-recorded" || e.applied) return f
-      return { ...f, execution: "none", lease_owner: null, lease_until: null }
+      const { readback_unreached: _readbackUnreached, ...rest } = f
+      return { ...rest, execution: "none", lease_owner: null, lease_until: null }
+    }
     case "effect.recorded":
       if (f.execution === "effect-recorded") return f
       return {

@@ -2,7 +2,7 @@ import { Effect } from "effect"
 import { randomBytes } from "node:crypto"
 import { Objm } from "@nats-io/obj"
 import { ArchiveBucket } from "../schema/Archive.js"
-import { DiscardPolicy, RetentionPolicy, StorageType, type StreamConfig } from "@nats-io/jetstream"
+import { AckPolicy, DeliverPolicy, DiscardPolicy, RetentionPolicy, StorageType, type StreamConfig } from "@nats-io/jetstream"
 import { Buckets, Streams } from "../schema/Subjects.js"
 import { LedgerError } from "./LedgerError.js"
 import { Nats } from "./Nats.js"
@@ -105,6 +105,33 @@ export const provision = (replicas = 1, retention: RetentionConfig = DefaultRete
         await kv.create(KernelSecrets.heldId, randomBytes(32)).catch(() => undefined)
       },
       catch: (cause) => new LedgerError({ operation: "provision the kernel secret", message: String(cause), cause })
+    })
+  })
+
+/** The durable consumer on `WK_WAKES` every kernel process shares: each wake is handled by one of them. */
+export const ControllerConsumer = "wk-controller"
+
+/**
+ * Creates the controller's consumer when it is missing (an existing one is left as it is):
+ * explicit acks, redelivery after `ackWaitMs` without an ack, no delivery limit.
+ */
+export const ensureControllerConsumer = (ackWaitMs: number) =>
+  Effect.gen(function* () {
+    const { jsm } = yield* Nats
+    yield* Effect.tryPromise({
+      try: async () => {
+        const exists = await jsm.consumers.info(Streams.wakes, ControllerConsumer).then(() => true, () => false)
+        if (exists) return
+        await jsm.consumers.add(Streams.wakes, {
+          durable_name: ControllerConsumer,
+          ack_policy: AckPolicy.Explicit,
+          deliver_policy: DeliverPolicy.All,
+          ack_wait: nanos(ackWaitMs),
+          max_ack_pending: -1,
+          max_deliver: -1
+        })
+      },
+      catch: (cause) => new LedgerError({ operation: "create controller consumer", message: String(cause), cause })
     })
   })
 

@@ -1,7 +1,9 @@
-import { Effect } from "effect"
-import { Subjects } from "../schema/Subjects.js"
+import { Context, Effect, Layer, Queue, Stream, type Scope } from "effect"
+import type { JsMsg } from "@nats-io/jetstream"
+import { Streams, Subjects } from "../schema/Subjects.js"
 import { LedgerError } from "./LedgerError.js"
 import { Nats } from "./Nats.js"
+import { ControllerConsumer, ensureControllerConsumer } from "./Provision.js"
 
 /**
  * What a wake written by a process that is driving the call through says: who, and until when
@@ -32,23 +34,107 @@ export const drivingOf = (data: Uint8Array): Driving | null => {
 }
 
 /**
- * Records durably that a held call needs the controller: before an effect is dispatched (so a
- * crash is recovered), when a call parks (timers), and when a witness, cancel or policy change
- * enables work. `WK_WAKES` keeps at most one wake per call; the controller consumes it and
- * either acks (nothing left to do) or asks for it again after the reconciler's delay.
+ * The writing side of the durable wake queue. A wake records that a held call needs the
+ * controller: before an effect is dispatched (so a crash is recovered), when a call parks
+ * (timers), and when a witness, cancel or policy change enables work. The queue keeps at most
+ * one pending wake per call.
  */
-export const wake = (heldId: string, driving?: Driving): Effect.Effect<void, LedgerError, Nats> => Effect.flatten(startWake(heldId, driving))
+export class Wakes extends Context.Tag("wk/Wakes")<
+  Wakes,
+  {
+    /**
+     * Starts writing the wake when called (not when the result is run) and returns the effect
+     * that awaits its acknowledgement: the caller's next write goes out in the same flush.
+     */
+    readonly begin: (heldId: string, driving?: Driving) => Effect.Effect<void, LedgerError>
+  }
+>() {}
+
+/** One wake handed to the controller: ack when the call needs nothing more, nak to see it again after a delay. */
+export interface WakeDelivery {
+  readonly heldId: string
+  /** Set when the writer was driving the call itself (see `Driving`). */
+  readonly driving: Driving | null
+  /** This wake was handed out before and not acked. */
+  readonly redelivered: boolean
+  readonly ack: () => void
+  readonly nak: (delayMs: number) => void
+  /** Still working on it: restarts the redelivery timer. */
+  readonly working: () => void
+}
 
 /**
- * Starts the wake's publish now and returns the effect that awaits its ack: the caller's next
- * write (the execution claim) goes out in the same socket flush, without forking fibers.
+ * The consuming side of the wake queue, shared by every kernel process: each wake is handed to
+ * one of them at a time; a wake not acked within `ackWaitMs` (its consumer died) is handed out again.
  */
-export const startWake = (heldId: string, driving?: Driving) =>
-  Effect.map(Nats, ({ publish }) => {
-    const acked = publish(Subjects.wake(heldId), bodyOf(driving))
-    acked.catch(() => undefined) // observed by the returned effect
-    return Effect.tryPromise({
-      try: () => acked.then(() => undefined),
-      catch: (cause) => new LedgerError({ operation: `wake ${heldId}`, message: String(cause), cause })
+export class WakeQueue extends Context.Tag("wk/WakeQueue")<
+  WakeQueue,
+  {
+    readonly consume: (opts: { readonly ackWaitMs: number }) => Effect.Effect<Stream.Stream<WakeDelivery>, LedgerError, Scope.Scope>
+  }
+>() {}
+
+/** Writes a wake and waits for it to be durable. */
+export const wake = (heldId: string, driving?: Driving): Effect.Effect<void, LedgerError, Wakes> => Effect.flatten(startWake(heldId, driving))
+
+/** `Wakes.begin` as an effect: the write starts when this runs; the result awaits it. */
+export const startWake = (heldId: string, driving?: Driving) => Effect.map(Wakes, (wakes) => wakes.begin(heldId, driving))
+
+const WakesPrefix = "wk.v1.wakes."
+
+/** Wakes on `WK_WAKES` (one message per subject, a work queue). */
+export const layerNatsWakes = Layer.effect(
+  Wakes,
+  Effect.map(Nats, ({ publish }) =>
+    Wakes.of({
+      begin: (heldId, driving) => {
+        const acked = publish(Subjects.wake(heldId), bodyOf(driving))
+        acked.catch(() => undefined) // observed by the returned effect
+        return Effect.tryPromise({
+          try: () => acked.then(() => undefined),
+          catch: (cause) => new LedgerError({ operation: `wake ${heldId}`, message: String(cause), cause })
+        })
+      }
     })
-  })
+  )
+)
+
+const deliveryOf = (msg: JsMsg): WakeDelivery => ({
+  heldId: msg.subject.slice(WakesPrefix.length),
+  driving: drivingOf(msg.data),
+  redelivered: msg.redelivered,
+  ack: () => msg.ack(),
+  nak: (delayMs) => msg.nak(delayMs),
+  working: () => msg.working()
+})
+
+/** The controller's durable consumer on `WK_WAKES` (created by provisioning when missing). */
+export const layerNatsWakeQueue = Layer.effect(
+  WakeQueue,
+  Effect.map(Nats, (nats) =>
+    WakeQueue.of({
+      consume: ({ ackWaitMs }) =>
+        Effect.gen(function* () {
+          yield* ensureControllerConsumer(ackWaitMs).pipe(Effect.provideService(Nats, nats))
+          const consumer = yield* Effect.tryPromise({
+            try: () => nats.js.consumers.get(Streams.wakes, ControllerConsumer),
+            catch: (cause) => new LedgerError({ operation: "open controller consumer", message: String(cause), cause })
+          })
+          const handedOut = yield* Effect.acquireRelease(Queue.unbounded<WakeDelivery>(), Queue.shutdown)
+          const messages = yield* Effect.acquireRelease(
+            Effect.tryPromise({
+              try: () => consumer.consume({ max_messages: 256 }),
+              catch: (cause) => new LedgerError({ operation: "consume controller", message: String(cause), cause })
+            }),
+            (m) => Effect.promise(() => m.close().then(() => undefined, () => undefined))
+          )
+          // A plain loop, not a stream over the iterator: closing the consumer ends it, where an
+          // iterator's return() would wait for a message that may never come.
+          void (async () => {
+            for await (const msg of messages) Queue.unsafeOffer(handedOut, deliveryOf(msg))
+          })().catch((e) => console.error("wk: controller consumer stopped", e))
+          return Stream.fromQueue(handedOut)
+        })
+    })
+  )
+)

@@ -1,10 +1,8 @@
 import { Effect } from "effect"
-import type { Loaded } from "../ledger/HeldCallStore.js"
-import { HeldCallStore } from "../ledger/HeldCallStore.js"
-import { Nats } from "../ledger/Nats.js"
-import { wake } from "../ledger/Wakes.js"
-import { watchSession } from "../ledger/PresenceMarks.js"
-import { Subjects } from "../schema/Subjects.js"
+import type { LedgerError } from "../ledger/LedgerError.js"
+import { Outbox } from "../ledger/Outbox.js"
+import { wake, type Wakes } from "../ledger/Wakes.js"
+import { watchSession, type PresenceMarks } from "../ledger/PresenceMarks.js"
 import type { Adjudication } from "../policy/Adjudicator.js"
 import type { ActivePolicy } from "../policy/ActivePolicy.js"
 import { decideCall } from "../policy/CallDecision.js"
@@ -14,16 +12,28 @@ import { callDigest, contractDigest, jcsDigest } from "../schema/Canonical.js"
 import type { CallAdjudicated, CallDenied, CallHeld, CallRepresented, HeldEvent } from "../schema/Events.js"
 import type { HeldCallFacts } from "../schema/Facts.js"
 import type { JsonObject } from "../schema/Json.js"
-import { eventOf, progress } from "./Actions.js"
+import { eventOf } from "./Actions.js"
 
 /** The kernel's decision on a call's spec (runtime/policy/CallDecision.ts). */
 export const decide = (facts: HeldCallFacts, policy: ActivePolicy, now: number) => decideCall(facts.spec!, policy, now)
 
-/** The `adjudicate` action: records the verdict for the current generation and policy epoch. */
-export const adjudicate = (loaded: Loaded, policy: ActivePolicy) =>
+/**
+ * A verdict to record: its events, and what follows once they are committed (a parked call's
+ * wake, its presence mark, the witness request). Nothing here leaves the process.
+ */
+export interface Adjudicated {
+  readonly events: ReadonlyArray<HeldEvent>
+  /** Runs after the events are durable; null when nothing follows. */
+  readonly committed: Effect.Effect<void, LedgerError, Wakes | PresenceMarks | Outbox> | null
+}
+
+/**
+ * The `adjudicate` action, in memory: the verdict for the current generation and policy epoch
+ * as events (the plugins run in this process). The driver commits them with the events that
+ * precede and follow them up to the next I/O, then runs `committed`.
+ */
+export const adjudicate = (f: HeldCallFacts, policy: ActivePolicy) =>
   Effect.gen(function* () {
-    const store = yield* HeldCallStore
-    const f = loaded.facts
     const now = Date.now()
     const a = yield* decide(f, policy, now)
     const spec = f.spec!
@@ -82,17 +92,17 @@ export const adjudicate = (loaded: Loaded, policy: ActivePolicy) =>
     if (a.verdict === "DENY") {
       events.push(eventOf<typeof CallDenied.Type>({ ...base, type: "call.denied", event_id: `call.denied:${f.held_id}:g${generation}`, reasons: a.reasons }))
     }
-    yield* store.append(loaded, events)
     const held = events.find((e): e is typeof CallHeld.Type => e.type === "call.held")
-    if (held !== undefined) {
+    if (held === undefined) return { events, committed: null } satisfies Adjudicated as Adjudicated
+    const watch = effectivePreferences(policy, spec.principal, spec.preferences).cancel_on_disconnect === true
+    const committed = Effect.gen(function* () {
       // The parked call's timers (expiry, fallback) live in its wake.
       yield* wake(f.held_id)
-      if (effectivePreferences(policy, spec.principal, spec.preferences).cancel_on_disconnect === true) yield* watchSession(f.held_id, spec.session_id)
+      if (watch) yield* watchSession(f.held_id, spec.session_id)
       // Witness routes listen here; the request is a notification, the held call is the truth.
-      const { nc } = yield* Nats
-      yield* Effect.sync(() => nc.publish(Subjects.witnessRequests(f.held_id), JSON.stringify({ held_id: f.held_id, generation, expires_at: held.expires_at, witness_request: held.witness_request })))
-    }
-    return progress
+      yield* (yield* Outbox).requestWitnesses(f.held_id, { held_id: f.held_id, generation, expires_at: held.expires_at, witness_request: held.witness_request })
+    })
+    return { events, committed } satisfies Adjudicated as Adjudicated
   })
 
 /**

@@ -1,56 +1,23 @@
-import { Effect } from "effect"
-import { AckPolicy, DeliverPolicy, type JsMsg } from "@nats-io/jetstream"
-import { Nats } from "../ledger/Nats.js"
-import { LedgerError } from "../ledger/LedgerError.js"
-import { Streams } from "../schema/Subjects.js"
+import { Effect, Stream } from "effect"
 import { HeldCallStore } from "../ledger/HeldCallStore.js"
+import { WakeQueue, type WakeDelivery } from "../ledger/Wakes.js"
 import { settled } from "../heldcall/Facts.js"
 import { Driver } from "./Driver.js"
 import { KernelConfig } from "../KernelConfig.js"
-import { drivingOf } from "../ledger/Wakes.js"
-
-/** The durable consumer every kernel process shares: each wake is handled by one of them. */
-export const ControllerConsumer = "wk-controller"
-const WakesPrefix = "wk.v1.wakes."
 
 /**
- * The call controller and recovery loop, over `WK_WAKES`. A wake is acked once its call is
+ * The call controller and recovery loop, over the wake queue. A wake is acked once its call is
  * quiescent, or redelivered after the delay the reconciler asked for (expiry, fallback,
  * delivery retry, a lease to wait out). A crashed process's unacked wakes come back after the
  * ack wait, which is how a restarted (or another) kernel finds interrupted work.
  */
 export const runController = (opts: { readonly concurrency?: number; readonly ackWaitMs?: number } = {}) =>
   Effect.gen(function* () {
-    const { js, jsm } = yield* Nats
     const driver = yield* Driver
     const store = yield* HeldCallStore
     const { owner } = yield* KernelConfig
     const ackWaitMs = opts.ackWaitMs ?? 5_000
-    yield* Effect.tryPromise({
-      try: async () => {
-        const exists = await jsm.consumers.info(Streams.wakes, ControllerConsumer).then(() => true, () => false)
-        if (!exists) {
-          await jsm.consumers.add(Streams.wakes, {
-            durable_name: ControllerConsumer,
-            ack_policy: AckPolicy.Explicit,
-            deliver_policy: DeliverPolicy.All,
-            ack_wait: ackWaitMs * 1_000_000,
-            max_ack_pending: -1,
-            max_deliver: -1
-          })
-        }
-      },
-      catch: (cause) => new LedgerError({ operation: "create controller consumer", message: String(cause), cause })
-    })
-    const consumer = yield* Effect.tryPromise({
-      try: () => js.consumers.get(Streams.wakes, ControllerConsumer),
-      catch: (cause) => new LedgerError({ operation: "open controller consumer", message: String(cause), cause })
-    })
-    const messages = yield* Effect.tryPromise({
-      try: () => consumer.consume({ max_messages: 256 }),
-      catch: (cause) => new LedgerError({ operation: "consume controller", message: String(cause), cause })
-    })
-    yield* Effect.addFinalizer(() => Effect.promise(() => messages.close().then(() => undefined, () => undefined)))
+    const wakes = yield* (yield* WakeQueue).consume({ ackWaitMs })
     const semaphore = yield* Effect.makeSemaphore(opts.concurrency ?? 64)
 
     const isSettled = (heldId: string) => {
@@ -58,9 +25,9 @@ export const runController = (opts: { readonly concurrency?: number; readonly ac
       return cached !== undefined && settled(cached.facts)
     }
 
-    const handle = (msg: JsMsg) =>
+    const handle = (msg: WakeDelivery) =>
       Effect.gen(function* () {
-        const heldId = msg.subject.slice(WakesPrefix.length)
+        const heldId = msg.heldId
         const keepAlive = setInterval(() => msg.working(), Math.max(500, ackWaitMs / 2))
         const r = yield* Effect.gen(function* () {
           // Most wakes arrive while this process is still finishing the call (the wake is written
@@ -72,29 +39,28 @@ export const runController = (opts: { readonly concurrency?: number; readonly ac
         return r.right.requeueMs === null ? msg.ack() : msg.nak(r.right.requeueMs)
       })
 
-    void (async () => {
-      for await (const msg of messages) {
-        // The wake an ALLOW call wrote before its dispatch, consumed after this process finished
-        // the call: its facts (durable appends) are settled, so no drive or read can find work.
-        // Acked here, before any fiber is started for it.
-        if (isSettled(msg.subject.slice(WakesPrefix.length))) {
-          msg.ack()
-          continue
-        }
-        // Another live process wrote this wake as it claimed the call and is driving it now:
-        // looked at when its lease ends (recovery if it died), not read while it finishes.
-        const driving = msg.redelivered ? null : drivingOf(msg.data)
-        if (driving !== null && driving.owner !== owner) {
-          msg.nak(Math.max(1, driving.until - Date.now() + 10))
-          continue
-        }
-        await Effect.runPromise(semaphore.take(1))
-        void Effect.runPromise(
+    const dispatch = (msg: WakeDelivery): Effect.Effect<void> => {
+      // The wake an ALLOW call wrote before its dispatch, consumed after this process finished
+      // the call: its facts (durable appends) are settled, so no drive or read can find work.
+      // Acked here, before any fiber is started for it.
+      if (isSettled(msg.heldId)) return Effect.sync(() => msg.ack())
+      // Another live process wrote this wake as it claimed the call and is driving it now:
+      // looked at when its lease ends (recovery if it died), not read while it finishes.
+      const driving = msg.redelivered ? null : msg.driving
+      if (driving !== null && driving.owner !== owner) return Effect.sync(() => msg.nak(Math.max(1, driving.until - Date.now() + 10)))
+      return Effect.zipRight(
+        semaphore.take(1),
+        Effect.forkDaemon(
           handle(msg).pipe(
             Effect.catchAllDefect((d) => Effect.sync(() => (console.error("wk: controller defect", d), msg.nak(1000)))),
             Effect.ensuring(semaphore.release(1))
           )
         )
-      }
-    })()
+      )
+    }
+
+    yield* Stream.runForEach(wakes, dispatch).pipe(
+      Effect.catchAllCause((cause) => Effect.sync(() => console.error("wk: controller stopped", cause))),
+      Effect.forkScoped
+    )
   })

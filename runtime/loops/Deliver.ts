@@ -1,16 +1,15 @@
 import { Effect } from "effect"
 import { HeldCallStore, type Loaded } from "../ledger/HeldCallStore.js"
-import { LedgerError } from "../ledger/LedgerError.js"
-import { Nats } from "../ledger/Nats.js"
+import { Outbox } from "../ledger/Outbox.js"
 import type { DeliveryPublished } from "../schema/Events.js"
 import type { HeldCallFacts } from "../schema/Facts.js"
-import { Subjects } from "../schema/Subjects.js"
 import { eventOf, progress } from "./Actions.js"
+import { deliveryIdOf } from "../heldcall/EventIds.js"
 import { canonicalCall } from "../heldcall/Facts.js"
 import { reportedOutcome } from "../heldcall/ReportedOutcome.js"
 
 /** The stable id of a call's final result delivery. */
-export const deliveryIdOf = (f: HeldCallFacts) => `d_${f.held_id}_g${f.generation}`
+export { deliveryIdOf }
 
 /** The message an agent receives on `wk.v1.sessions.<session_id>.results`. */
 export const deliveryOf = (f: HeldCallFacts) => {
@@ -41,14 +40,11 @@ export const deliveryOf = (f: HeldCallFacts) => {
 export const deliver = (loaded: Loaded) =>
   Effect.gen(function* () {
     const store = yield* HeldCallStore
-    const { publish } = yield* Nats
+    const outbox = yield* Outbox
     const f = loaded.facts
     const attempt = f.delivery_attempts + 1
     const body = deliveryOf(f)
-    yield* Effect.tryPromise({
-      try: () => publish(Subjects.sessionResults(f.spec!.session_id), new TextEncoder().encode(JSON.stringify(body)), { msgID: `${body.delivery_id}:${attempt}` }),
-      catch: (cause) => new LedgerError({ operation: "publish delivery", message: String(cause), cause })
-    })
+    yield* outbox.deliver(f.spec!.session_id, body, `${body.delivery_id}:${attempt}`)
     yield* store.append(loaded, [
       eventOf<typeof DeliveryPublished.Type>({ held_id: f.held_id, generation: f.generation, type: "delivery.published", event_id: `delivery.published:${f.held_id}:${body.delivery_id}:a${attempt}`, delivery_id: body.delivery_id, attempt })
     ])

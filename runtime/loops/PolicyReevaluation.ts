@@ -1,19 +1,16 @@
-import { Duration, Effect, Either, Ref, Schema } from "effect"
-import { performance } from "node:perf_hooks"
+import { Duration, Effect, Ref } from "effect"
 import { KernelConfig } from "../KernelConfig.js"
-import { HeldCallStore } from "../ledger/HeldCallStore.js"
 import { acquireLease, releaseLease, type Lease } from "../ledger/Leases.js"
-import { LedgerError } from "../ledger/LedgerError.js"
-import { Nats } from "../ledger/Nats.js"
-import { openHeldIds, shardOf } from "../ledger/OpenIndex.js"
+import type { LedgerError } from "../ledger/LedgerError.js"
+import { OpenIndex, shardOf } from "../ledger/OpenIndex.js"
+import { ReevaluationProgressStore } from "../ledger/ReevaluationProgressStore.js"
 import { wake } from "../ledger/Wakes.js"
 import { beforeDispatch } from "../heldcall/Facts.js"
 import { PolicyStore } from "../policy/PolicyStore.js"
-import type { PolicyEpochChanged } from "../schema/Events.js"
-import { ReevaluationKeyPrefix, ReevaluationProgress, reevaluationKey } from "../schema/ReevaluationProgress.js"
-import { Buckets } from "../schema/Subjects.js"
-import { eventOf } from "./Actions.js"
+import type { ReevaluationProgress } from "../schema/ReevaluationProgress.js"
 import { Driver, type Driven } from "./Driver.js"
+import { HeldCalls } from "./HeldCalls.js"
+import { AllowLatency } from "./AllowLatency.js"
 
 /** What this kernel process is re-evaluating right now (its `wk.v1.admin.status` answer shows it). */
 export interface ReevaluationWork {
@@ -24,7 +21,6 @@ export interface ReevaluationWork {
   readonly rate_per_s: number
 }
 
-const decodeProgress = Schema.decodeUnknownEither(Schema.parseJson(ReevaluationProgress))
 const leaseKey = (epoch: number, shard: number) => `reevaluation.${epoch}.${shard}`
 /** How often a shard's progress record is written while it is worked (and always at its end). */
 const ProgressEveryMs = 250
@@ -40,65 +36,33 @@ const ProgressEveryMs = 250
  * new policy (re-adjudication: a call the new policy denies ends denied, one it allows is released).
  *
  * Pacing: `concurrency` calls at a time, batches spaced to at most the current rate, and the rate
- * adapts to the event loop's utilization (see ReevaluationPace), so proposals, attestations and
- * reads served by the same process keep their latency. A newer epoch supersedes the one being
+ * follows the ALLOW latency this process serves meanwhile against its idle ALLOW latency (see
+ * ReevaluationPace): it grows while that stays within the promised factor and backs off when it
+ * does not, so calls served by the same process keep their latency. A newer epoch supersedes the one being
  * worked: the walk stops and starts over for the newer one. Safety never waits on this loop: a call
  * whose evidence was not checked under the epoch in force cannot be dispatched (Reconciler).
  */
 export const runPolicyReevaluation = Effect.gen(function* () {
-  const nats = yield* Nats
-  const { kv } = nats
-  const store = yield* HeldCallStore
+  const calls = yield* HeldCalls
   const driver = yield* Driver
   const policies = yield* PolicyStore
   const { owner, reevaluation: pace } = yield* KernelConfig
   const working = yield* Ref.make<ReevaluationWork | null>(null)
+  const latency = yield* AllowLatency
 
-  const ledger = <A>(operation: string, f: () => Promise<A>) =>
-    Effect.tryPromise({ try: f, catch: (cause) => new LedgerError({ operation, message: String(cause), cause }) })
-  const policyBucket = ledger("open policy bucket", () => kv(Buckets.policy))
-  const readProgress = (epoch: number, shard: number) =>
-    Effect.flatMap(policyBucket, (b) =>
-      ledger("read re-evaluation progress", async () => {
-        const e = await b.get(reevaluationKey(epoch, shard))
-        if (e === null || e.operation !== "PUT") return null
-        const decoded = decodeProgress(e.string())
-        return Either.isRight(decoded) ? decoded.right : null
-      })
-    )
-  const writeProgress = (p: ReevaluationProgress) =>
-    Effect.flatMap(policyBucket, (b) => ledger("write re-evaluation progress", () => b.put(reevaluationKey(p.epoch, p.shard), JSON.stringify(p))))
+  const progress = yield* ReevaluationProgressStore
+  const readProgress = progress.read
+  const writeProgress = (p: ReevaluationProgress) => progress.write(p)
 
-  const listOpen = Effect.provideService(openHeldIds, Nats, nats)
+  const listOpen = (yield* OpenIndex).list
 
-  /** Records `policy.epoch_changed` on one open call (unless it already has it) and drives it. */
+  /** Records `policy.epoch_changed` on one open call (unless it already has it) and drives it (heldcall/decide/Epoch.ts). */
   const reevaluate = (epoch: number, heldId: string) =>
     Effect.gen(function* () {
-      const needsDrive = yield* store.serialized(
-        heldId,
-        Effect.gen(function* () {
-          for (let attempt = 0; attempt < 16; attempt++) {
-            const loaded = yield* store.load(heldId, "cached")
-            if (loaded === null || loaded.facts.lifecycle !== "open") return false
-            // Already adjudicated under this epoch (or a later one): nothing to re-evaluate.
-            if (loaded.facts.policy_epoch_checked >= epoch) return false
-            if (loaded.facts.policy_epoch >= epoch) return true
-            const event = eventOf<typeof PolicyEpochChanged.Type>({
-              held_id: heldId,
-              generation: loaded.facts.generation,
-              type: "policy.epoch_changed",
-              event_id: `policy.epoch_changed:${heldId}:e${epoch}`,
-              policy_epoch: epoch
-            })
-            const r = yield* store.append(loaded, [event]).pipe(Effect.either)
-            if (r._tag === "Right") return true
-            if (r.left._tag !== "AppendConflict") return yield* r.left
-          }
-          return true
-        })
-      )
-      if (!needsDrive) return
-      const driven = yield* driver.drive(heldId, "cached")
+      // Driven here, not forked: the walk's pace counts the drive, and a wake is written only when needed.
+      const handled = yield* calls.handle(heldId, { _tag: "ChangeEpoch", epoch }, { follow: "none" })
+      if (handled.drive === null) return
+      const driven = yield* driver.drive(heldId, handled.drive)
       if (needsWake(driven)) yield* wake(heldId)
     }).pipe(
       // A call this walk could not finish is handed to the controller (level-based, it re-plans).
@@ -109,6 +73,7 @@ export const runPolicyReevaluation = Effect.gen(function* () {
   /** Works one shard of `epoch` under `lease` until it is finished, superseded, or the lease is lost. */
   const runShard = (epoch: number, shard: number, first: Lease, open: () => Effect.Effect<ReadonlyArray<string>, LedgerError>) =>
     Effect.gen(function* () {
+      yield* latency.walking(true)
       const prior = yield* readProgress(epoch, shard)
       if (prior?.finished === true) return
       const cursor = prior?.cursor ?? null
@@ -131,9 +96,8 @@ export const runPolicyReevaluation = Effect.gen(function* () {
         updated_at: startedAt
       }
       yield* writeProgress(record)
-      let rate = pace.maxRatePerSec
+      let rate = pace.startRatePerSec
       let lastWrite = Date.now()
-      let elu = performance.eventLoopUtilization()
       for (let i = 0; i < ids.length; i += pace.batch) {
         if ((yield* policies.current).epoch > epoch) return
         if (lease.until - Date.now() < pace.leaseMs / 2) {
@@ -141,10 +105,8 @@ export const runPolicyReevaluation = Effect.gen(function* () {
           if (!("lease" in renewed)) return
           lease = renewed.lease
         }
-        // How busy the event loop was since the last batch started, this walk's work included.
-        const busy = performance.eventLoopUtilization(elu).utilization
-        elu = performance.eventLoopUtilization()
-        rate = busy > pace.busyShare ? Math.max(pace.minRatePerSec, rate * 0.5) : Math.min(pace.maxRatePerSec, rate * 1.25)
+        // The ALLOW latency served since the last batch, against the idle one.
+        rate = (yield* latency.step(rate)).rate
         const batch = ids.slice(i, i + pace.batch)
         const started = Date.now()
         yield* Effect.forEach(batch, (id) => reevaluate(epoch, id), { concurrency: pace.concurrency, discard: true })
@@ -160,17 +122,9 @@ export const runPolicyReevaluation = Effect.gen(function* () {
         yield* spacing > 1 ? Effect.sleep(Duration.millis(spacing)) : Effect.yieldNow()
       }
       yield* writeProgress({ ...record, finished: true, updated_at: new Date().toISOString() })
-    }).pipe(Effect.ensuring(Ref.set(working, null)))
+    }).pipe(Effect.ensuring(Effect.zipRight(Ref.set(working, null), latency.walking(false))))
 
-  /** Deletes the progress records of epochs older than `epoch` (any kernel may; deleting twice is harmless). */
-  const forgetOlder = (epoch: number) =>
-    Effect.flatMap(policyBucket, (b) =>
-      ledger("forget old re-evaluation progress", async () => {
-        const old: Array<string> = []
-        for await (const k of await b.keys(`${ReevaluationKeyPrefix}>`)) if (Number(k.split(".")[1]) < epoch) old.push(k)
-        for (const k of old) await b.delete(k)
-      })
-    )
+  const forgetOlder = progress.forgetOlder
 
   // The latest epoch this process saw finished on every shard: nothing to do until a newer one.
   let complete = 0

@@ -1,6 +1,7 @@
 import { Duration, Effect, Schedule } from "effect"
 import { acquireLease } from "../ledger/Leases.js"
-import { openHeldIds, shardOf } from "../ledger/OpenIndex.js"
+import { OpenIndex, openHeldIds, shardOf } from "../ledger/OpenIndex.js"
+import { quiescent } from "../heldcall/Facts.js"
 import { wake } from "../ledger/Wakes.js"
 import { KernelConfig } from "../KernelConfig.js"
 import { Driver } from "./Driver.js"
@@ -11,7 +12,8 @@ export const SweepShards = 16
 /**
  * One pass of the recovery sweep: for every shard this kernel can lease (held for one interval,
  * so within an interval each shard is swept by one kernel; a dead kernel's shards are free once
- * its leases end), drive each open held call from its durable record, paced. A call that still
+ * its leases end), drive each call of the open-call index from its durable record, paced (held
+ * calls, and calls answered in the background, whose result is owed on the session). A call that still
  * waits on a timer gets a wake, so a lost wake is rewritten. Level-based: the sweep never asks
  * what happened to a call, it re-derives what is left to do.
  */
@@ -34,6 +36,9 @@ export const sweepOnce = Effect.gen(function* () {
       Effect.gen(function* () {
         const driven = yield* driver.drive(heldId, "fresh")
         if (driven.facts !== null && driven.requeueMs !== null) yield* wake(heldId)
+        // A call indexed without being held (answered in the background) leaves the index here
+        // once nothing is left to happen (the drive removes held ones).
+        if (driven.facts !== null && !driven.facts.held && quiescent(driven.facts)) yield* (yield* OpenIndex).remove(heldId)
       }).pipe(Effect.ignore, Effect.zipLeft(Effect.sleep(spacing))),
     { discard: true }
   )

@@ -1,57 +1,39 @@
 import { Effect } from "effect"
-import { HeldCallStore, type Loaded } from "../ledger/HeldCallStore.js"
-import { wake } from "../ledger/Wakes.js"
-import type { DependencyReported, DependencyResolved } from "../schema/Events.js"
-import { eventOf, progress, requeue } from "./Actions.js"
-
-/** The event id of a child's end on its parent: one per edge, however often it is reported. */
-export const resolvedEventId = (parentId: string, childId: string) => `dependency.resolved:${parentId}:${childId}`
+import { HeldCallStore, type Freshness, type Loaded } from "../ledger/HeldCallStore.js"
+import type { LedgerError } from "../ledger/LedgerError.js"
+import { Wakes } from "../ledger/Wakes.js"
+import { EventIds } from "../heldcall/EventIds.js"
+import { decideContextOf } from "../policy/ActivePolicy.js"
+import { PolicyStore } from "../policy/PolicyStore.js"
+import type { EventOf } from "../schema/Events.js"
+import { progress, requeue } from "./Actions.js"
+import { decideAndCommit } from "./internal/decideAndCommit.js"
+import { wakeAndDrive } from "./internal/wakeAndDrive.js"
 
 /**
- * The `report` action of a nested held call that ended: appends `dependency.resolved` (with
- * the child's outcome) to the parent, wakes the parent durably, then records
- * `dependency.reported` on the child. A crash in between repeats it; the parent's event id
- * makes the repeat one event.
+ * The `report` action of a nested held call that ended: its end is decided on the parent
+ * (`dependency.resolved`, heldcall/decide/Dependency.ts), the parent is woken durably and driven,
+ * then `dependency.reported` is recorded on the child. A crash in between repeats it; the
+ * parent's event id makes the repeat one event. The parent is written through the same
+ * `decideAndCommit` as every command; `drive` is the driver's own (this runs inside a drive).
  */
-export const report = (loaded: Loaded, driveParent: (heldId: string) => Effect.Effect<void>) =>
+export const report = (loaded: Loaded, drive: (heldId: string, freshness: Freshness) => Effect.Effect<unknown, LedgerError>) =>
   Effect.gen(function* () {
     const store = yield* HeldCallStore
+    const policy = yield* (yield* PolicyStore).current
     const f = loaded.facts
     const parentId = f.spec!.parent_held_id!
-    const event = eventOf<typeof DependencyResolved.Type>({
-      type: "dependency.resolved",
-      event_id: resolvedEventId(parentId, f.held_id),
-      held_id: parentId,
-      generation: 0,
-      child_held_id: f.held_id,
-      outcome: f.outcome!,
-      reasons: f.outcome === "completed" ? [] : f.reasons
-    })
-    const appended = yield* store.serialized(
-      parentId,
-      Effect.gen(function* () {
-        for (let attempt = 0; attempt < 16; attempt++) {
-          const parent = yield* store.load(parentId, attempt === 0 ? "cached" : "fresh")
-          if (parent === null) return true
-          if (parent.facts.seen.includes(event.event_id)) return true
-          const r = yield* store.append(parent, [{ ...event, generation: parent.facts.generation }]).pipe(Effect.either)
-          if (r._tag === "Right") return true
-          if (r.left._tag !== "AppendConflict") return yield* r.left
-        }
-        return false
-      })
-    )
-    if (!appended) return requeue(100)
-    yield* wake(parentId)
-    yield* Effect.forkDaemon(driveParent(parentId))
-    yield* store.append(loaded, [
-      eventOf<typeof DependencyReported.Type>({
-        type: "dependency.reported",
-        event_id: `dependency.reported:${f.held_id}:${parentId}`,
-        held_id: f.held_id,
-        generation: f.generation,
-        parent_held_id: parentId
-      })
-    ])
+    const { decision } = yield* decideAndCommit(store, parentId, { _tag: "Report", child: f }, () => decideContextOf(policy, Date.now()))
+    if (decision.reply.status === 503) return requeue(100)
+    if (decision.drive !== undefined) yield* wakeAndDrive(yield* Wakes, drive, parentId, decision.drive, "fork")
+    const reported: EventOf<"dependency.reported"> = {
+      type: "dependency.reported",
+      event_id: EventIds.dependencyReported(f.held_id, parentId),
+      held_id: f.held_id,
+      generation: f.generation,
+      at: new Date().toISOString(),
+      parent_held_id: parentId
+    }
+    yield* store.append(loaded, [reported])
     return progress
   })

@@ -1,6 +1,9 @@
 import type { PluginPin } from "../schema/PluginPin.js"
 import type { PrincipalEntry, Profile, ToolRule } from "../schema/Profile.js"
 import { canonicalize, jcsDigest } from "../schema/Canonical.js"
+import type { WitnessRegistry } from "../heldcall/Counting.js"
+import type { DecideContext } from "../heldcall/Decide.js"
+import { maxDependencyDepth } from "../heldcall/Dependencies.js"
 
 /** The policy in force: merged profiles, the epoch they were applied at, and lookups over them. */
 export interface ActivePolicy {
@@ -102,6 +105,8 @@ const stricter = (a: ToolRule | undefined, b: ToolRule): ToolRule =>
         contract: a.contract && b.contract ? { rule: { all: [a.contract.rule, b.contract.rule] }, veto: [...new Set([...(a.contract.veto ?? []), ...(b.contract.veto ?? [])])] } : (a.contract ?? b.contract),
         // Idempotent only if no profile says otherwise; read-back witnesses named by any profile.
         ...(a.idempotent !== undefined || b.idempotent !== undefined ? { idempotent: a.idempotent !== false && b.idempotent !== false } : {}),
+        // Without read-back if any profile says the tool has none.
+        ...(a.readback !== undefined || b.readback !== undefined ? { readback: a.readback !== false && b.readback !== false } : {}),
         ...(a.readback_witnesses !== undefined || b.readback_witnesses !== undefined
           ? {
               readback_witnesses: {
@@ -114,6 +119,23 @@ const stricter = (a: ToolRule | undefined, b: ToolRule): ToolRule =>
 
 /** Classes a principal is registered with (empty when unknown). */
 export const classesOf = (policy: ActivePolicy, principal: string): ReadonlyArray<string> => policy.principals.get(principal)?.classes ?? []
+
+/** The policy's principals as the pure core sees them: classes, keys, and who is registered. */
+export const registryOf = (policy: ActivePolicy): WitnessRegistry => ({
+  classesOf: (p) => classesOf(policy, p),
+  keysOf: (p) => policy.principals.get(p)?.keys ?? [],
+  principals: () => [...policy.principals.keys()]
+})
+
+/** What a decider knows of `policy` at `now` (heldcall/Decide.ts). */
+export const decideContextOf = (policy: ActivePolicy, now: number): DecideContext => ({
+  ...registryOf(policy),
+  now,
+  isAdmin: (p) => policy.admins.has(p),
+  readbackWitnesses: (tool) => policy.rules.get(tool)?.readback_witnesses,
+  maxDependencyDepth: () => maxDependencyDepth(policy.profiles),
+  heldTtlMs: policy.heldTtlMs
+})
 
 /** The kernel's default-deny capability floor: may this principal call this tool at all? */
 export const isGranted = (policy: ActivePolicy, principal: string, tool: string): boolean => policy.grants.get(principal)?.has(tool) ?? false

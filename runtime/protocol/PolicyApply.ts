@@ -1,12 +1,12 @@
 import { Effect } from "effect"
-import { Driver } from "../loops/Driver.js"
+import { HeldCalls } from "../loops/HeldCalls.js"
 import { PolicyStore } from "../policy/PolicyStore.js"
 import { classifyChange, policyCall, PolicyApplyTool } from "../policy/PolicyChange.js"
 import { MaxProposeTtlMs, PolicyApplyPayload } from "../schema/Requests.js"
 import { jcsDigest } from "../schema/Canonical.js"
 import { forbidden, invalidRequest, proposeReply, unavailable, type Reply } from "./Replies.js"
 import { signedRequest, type Signed } from "./Request.js"
-import { record } from "./Propose.js"
+import { proposal } from "./Propose.js"
 import { staleEnvelope } from "./internal/replayGuard.js"
 import { effectivePreferences } from "../policy/Preferences.js"
 import { HeldIds } from "./HeldIds.js"
@@ -54,9 +54,8 @@ const NeverExpires = "9999-12-31T23:59:59.999Z"
 const heldChange = (req: Signed<ProposeCall>) =>
   Effect.gen(function* () {
     const p = req.payload
-    const heldId = (yield* HeldIds).of(p).heldId
-    const recorded = yield* record(heldId, req, effectivePreferences(req.policy, p.principal, undefined))
-    if (recorded !== "ok") return recorded
-    const driven = yield* (yield* Driver).drive(heldId, "cached")
-    return (driven.facts === null ? null : proposeReply(driven.facts)) ?? unavailable(`policy change ${heldId} was recorded but not yet decided; read it with held.get`)
+    const { heldId, salt } = (yield* HeldIds).of(p)
+    const handled = yield* (yield* HeldCalls).handle(heldId, proposal(req, salt, effectivePreferences(req.policy, p.principal, undefined)), { policy: req.policy, follow: "await" })
+    if (handled.drive === null) return handled.reply
+    return (handled.driven?.facts == null ? null : proposeReply(handled.driven.facts)) ?? unavailable(`policy change ${heldId} was recorded but not yet decided; read it with held.get`)
   })

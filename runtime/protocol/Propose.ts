@@ -1,28 +1,26 @@
 import { Effect } from "effect"
-import { HeldCallStore, type Loaded } from "../ledger/HeldCallStore.js"
-import { Driver } from "../loops/Driver.js"
+import { HeldCallStore } from "../ledger/HeldCallStore.js"
+import { Driver, type Driven } from "../loops/Driver.js"
+import { HeldCalls } from "../loops/HeldCalls.js"
 import { KernelConfig } from "../KernelConfig.js"
-import { beforeDispatch, initialFacts } from "../heldcall/Facts.js"
-import { callDigest } from "../schema/Canonical.js"
+import { attachedOf, refusedOf } from "../heldcall/decide/Dependency.js"
+import type { Edge, Propose } from "../heldcall/decide/Propose.js"
 import { HeldIds } from "./HeldIds.js"
 import { ProposePayload, type ProposeCall } from "../schema/Requests.js"
-import { wake } from "../ledger/Wakes.js"
 import { effectivePreferences, layerPreferences, wideningsOf } from "../policy/Preferences.js"
 import type { Preferences } from "../schema/Preferences.js"
 import { Subjects } from "../schema/Subjects.js"
 import { awaitEnd } from "./AwaitEnd.js"
-import { conflict, invalidRequest, proposeReply, unavailable, type Reply } from "./Replies.js"
+import { invalidRequest, proposeReply, type Reply } from "./Replies.js"
 import { signedRequest, type Signed } from "./Request.js"
-import { attach } from "./Dependency.js"
-import { proposedEvent } from "./internal/proposedEvent.js"
-import { staleEnvelope, supersededProposal } from "./internal/replayGuard.js"
-import type { Ancestor } from "../schema/HeldCallSpec.js"
+import { staleEnvelope } from "./internal/replayGuard.js"
 
 /**
- * `wk.v1.calls.propose`. An expired envelope is refused. The same (principal, session, turn,
- * call) with the same digest gets the same answer; a different digest while held is an edit (a
- * new generation) when it names the generation it supersedes, or names none and is no earlier
- * generation's call; else 409. After dispatch it is 409. The call is then driven inline, so ALLOW answers with the result.
+ * `wk.v1.calls.propose`. An expired envelope is refused; so is a preference wider than the
+ * principal's layers allow. The proposal is decided by heldcall/decide/Propose.ts (the same call
+ * again, an edit, or 409); a nested call first attaches to its parent (heldcall/decide/Dependency.ts).
+ * The call is then driven inline, so ALLOW answers with the result; `wait: background` answers
+ * at once and the result arrives on the session.
  */
 export const propose = (data: Uint8Array) =>
   Effect.gen(function* () {
@@ -30,52 +28,65 @@ export const propose = (data: Uint8Array) =>
     const p = req.payload
     const stale = staleEnvelope(p.expires_at, Date.now())
     if (stale !== undefined) return stale
-    const heldId = (yield* HeldIds).of(p).heldId
+    const { heldId, salt } = (yield* HeldIds).of(p)
     if (p.preferences !== undefined) {
       const widening = wideningsOf(p.preferences, layerPreferences(req.policy, p.principal))[0]
       if (widening !== undefined) return invalidRequest(widening.message, `payload.preferences.${widening.field}`)
     }
     const prefs = effectivePreferences(req.policy, p.principal, p.preferences)
-    const driver = yield* Driver
     let edge: Edge | undefined
     if (p.parent_held_id !== undefined) {
-      const attached = yield* attach(heldId, callDigest(p.tool, p.args), req)
-      if (attached._tag === "Answer") {
-        if (attached.refusedParent !== undefined) {
-          // The refused edge fails the parent closed; the recorded child reports its denial.
-          for (const id of [attached.refusedParent, heldId]) {
-            yield* wake(id)
-            yield* Effect.forkDaemon(driver.drive(id).pipe(Effect.ignore))
-          }
-        }
-        return attached.reply
-      }
+      const attached = yield* attach(heldId, salt, req)
+      if ("status" in attached) return attached
       edge = attached
     }
-    const recorded = yield* record(heldId, req, prefs, edge)
-    if (recorded !== "ok") return recorded
-    // A nested call must report its end to its parent even if this process stops: the wake is durable.
-    if (edge !== undefined) yield* wake(heldId)
-    if (prefs.wait?.mode === "background") {
-      // The wake makes the controller drive the call even if this process stops right now.
-      yield* wake(heldId)
-      yield* Effect.forkDaemon(driver.drive(heldId, "cached").pipe(Effect.ignore))
-      return accepted(heldId, p.session_id)
-    }
-    const driven = yield* driver.drive(heldId, "cached")
-    const reply = driven.facts === null ? null : proposeReply(driven.facts)
+    // Root calls answered inline are committed with their verdict and execution claim (one commit).
+    const background = prefs.wait?.mode === "background"
+    const handled = yield* (yield* HeldCalls).handle(heldId, proposal(req, salt, prefs, edge), { policy: req.policy, follow: background ? "fork" : "await", index: background })
+    if (handled.drive === null) return handled.reply
+    if (background) return accepted(heldId, p.session_id)
+    return yield* answer(heldId, handled.driven, prefs)
+  })
+
+/** The proposal command of a signed request. */
+export const proposal = (req: Signed<ProposeCall>, salt: string, prefs: Preferences, edge?: Edge): Propose => ({
+  _tag: "Propose",
+  payload: req.payload,
+  envelope: req.envelope,
+  salt,
+  ...(prefs.expires_in_ms !== undefined ? { expiresInMs: prefs.expires_in_ms } : {}),
+  ...(edge !== undefined ? { edge } : {})
+})
+
+/**
+ * Attaches the nested call to its parent (decided on the parent), or answers why not. A refused
+ * edge (a cycle, too deep) fails the parent closed and records the child as denied; both are driven.
+ */
+const attach = (childId: string, salt: string, req: Signed<ProposeCall>) =>
+  Effect.gen(function* () {
+    const calls = yield* HeldCalls
+    const child = yield* (yield* HeldCallStore).load(childId)
+    const { payload, envelope, policy } = req
+    const { reply } = yield* calls.handle(payload.parent_held_id!, { _tag: "Attach", childId, payload, envelope, child: child?.facts.spec ?? null }, { policy })
+    const edge = attachedOf(reply)
+    if (edge !== undefined) return edge
+    const refused = refusedOf(reply)
+    if (refused === undefined) return reply
+    yield* calls.handle(childId, { _tag: "ProposeRefused", payload, envelope, salt, reason: refused }, { policy })
+    const { refused: _, ...denied } = reply
+    return denied as Reply
+  })
+
+/** The reply once the inline drive stopped: the outcome, the hold, or (blocking) the end. */
+/** The reply once the inline drive stopped: the outcome, the hold, or (blocking) the end. */
+const answer = (heldId: string, driven: Driven | null, prefs: Preferences) =>
+  Effect.gen(function* () {
+    const reply = driven?.facts == null ? null : proposeReply(driven.facts)
     if (reply !== null && reply.status === 202 && prefs.wait?.mode === "block" && prefs.wait.max_ms > 0) {
       return (yield* awaitEnd(heldId, prefs.wait.max_ms)) ?? (yield* currentReply(heldId, reply))
     }
     return reply ?? (yield* awaitAnswer(heldId))
   })
-
-/** The parent a nested call attached to, and the chain above it. */
-interface Edge {
-  readonly parent_held_id: string
-  readonly ancestors: ReadonlyArray<Ancestor>
-  readonly parent_expires_at: string
-}
 
 /** The answer to `wait: {mode: "background"}`: accepted; the result arrives on the session. */
 const accepted = (heldId: string, sessionId: string): Reply => ({
@@ -90,51 +101,6 @@ const currentReply = (heldId: string, fallback: Reply) =>
   Effect.gen(function* () {
     const loaded = yield* (yield* HeldCallStore).load(heldId)
     return (loaded === null ? null : proposeReply(loaded.facts)) ?? fallback
-  })
-
-/** Writes the proposal (or its edit) unless the call already has this exact digest. */
-export const record = (heldId: string, req: Signed<ProposeCall>, prefs: Preferences, edge?: Edge) =>
-  Effect.gen(function* () {
-    const store = yield* HeldCallStore
-    const p = req.payload
-    const digest = callDigest(p.tool, p.args)
-    const { salt } = (yield* HeldIds).of(p)
-    return yield* store.serialized(
-      heldId,
-      Effect.gen(function* () {
-        for (let attempt = 0; attempt < 16; attempt++) {
-          // A call this process has not seen is most likely new: try to create it (expected
-          // sequence 0) before reading anything; a conflict means it exists, and we read it.
-          const loaded: Loaded = (attempt === 0 ? store.peek(heldId) : yield* store.load(heldId, "cached")) ?? { facts: initialFacts(heldId), revision: 0 }
-          const f = loaded.facts
-          if (f.spec !== null && f.spec.parent_held_id !== edge?.parent_held_id) {
-            return conflict("dependency_mismatch", `held call ${heldId} ${f.spec.parent_held_id === undefined ? "is a root call" : `is a dependency of ${f.spec.parent_held_id}`}; a proposal with another parent_held_id needs a new call_id`)
-          }
-          if (f.spec !== null && f.spec.call_digest === digest) return "ok" as const
-          if (f.spec !== null && !beforeDispatch(f)) {
-            return f.lifecycle === "open" || f.lifecycle === "completed"
-              ? conflict("already_dispatched", `held call ${heldId} was already dispatched; a changed proposal needs a new call_id`)
-              : conflict(`call_${f.lifecycle}`, `held call ${heldId} is ${f.lifecycle}; a changed proposal needs a new call_id`)
-          }
-          // An edit names the generation it replaces, or at least proposes no earlier generation's call.
-          if (f.spec !== null) {
-            const superseded = supersededProposal(f, p.supersedes, digest)
-            if (superseded !== undefined) return superseded
-          } else if (p.supersedes !== undefined) {
-            return conflict("superseded", `held call ${heldId} has no generation ${p.supersedes} to supersede`)
-          }
-          const generation = f.generation + 1
-          const now = Date.now()
-          // A nested call never outlives the call it serves.
-          const ttl = Math.min(req.policy.heldTtlMs, prefs.expires_in_ms ?? Number.POSITIVE_INFINITY, edge === undefined ? Number.POSITIVE_INFINITY : Math.max(0, Date.parse(edge.parent_expires_at) - now))
-          const event = proposedEvent({ heldId, salt, generation, req, digest, now, expiresAt: now + ttl, ...(edge !== undefined ? { parent: edge } : {}) })
-          const r = yield* store.append(loaded, [event]).pipe(Effect.either)
-          if (r._tag === "Right") return "ok" as const
-          if (r.left._tag !== "AppendConflict") return yield* r.left
-        }
-        return unavailable(`held call ${heldId} is changing too fast; retry`)
-      })
-    )
   })
 
 /** Another worker is deciding or executing this call: wait for its answer, briefly. */

@@ -1,9 +1,12 @@
 import { Cause, Effect } from "effect"
 import type { Subscription } from "@nats-io/transport-node"
 import { Nats } from "../ledger/Nats.js"
+import type { LedgerPorts } from "../ledger/LedgerPorts.js"
 import type { HeldCallStore } from "../ledger/HeldCallStore.js"
 import type { PolicyStore } from "../policy/PolicyStore.js"
 import type { Driver } from "../loops/Driver.js"
+import type { HeldCalls } from "../loops/HeldCalls.js"
+import { AllowLatency } from "../loops/AllowLatency.js"
 import type { KernelConfig } from "../KernelConfig.js"
 import type { HeldIds } from "./HeldIds.js"
 import { Subjects } from "../schema/Subjects.js"
@@ -18,8 +21,17 @@ import { unavailable, type Reply } from "./Replies.js"
 import type { Rejected } from "./Request.js"
 import { serveRequests } from "./internal/serveRequests.js"
 
-type Deps = Nats | HeldCallStore | PolicyStore | Driver | KernelConfig | HeldIds
+type Deps = Nats | LedgerPorts | PolicyStore | Driver | HeldCalls | KernelConfig | HeldIds | AllowLatency
 type Handler = (data: Uint8Array) => Effect.Effect<Reply, Rejected | { readonly _tag: "LedgerError"; readonly message: string }, Deps>
+
+/** A proposal answered with the tool's result (an ALLOW) reports how long it took to AllowLatency. */
+const timedAllow = (handler: Handler): Handler => (data) =>
+  Effect.gen(function* () {
+    const t0 = performance.now()
+    const reply = yield* handler(data)
+    if (reply.status === 200) yield* (yield* AllowLatency).record(performance.now() - t0)
+    return reply
+  })
 
 /**
  * Serves the protocol subjects over NATS request/reply. A rejected request gets its error
@@ -29,7 +41,7 @@ export const serveProtocol = Effect.gen(function* () {
   const { nc } = yield* Nats
   const runtime = yield* Effect.runtime<Deps>()
   const routes: ReadonlyArray<readonly [string, Handler]> = [
-    [Subjects.propose, propose],
+    [Subjects.propose, timedAllow(propose)],
     [Subjects.get, get],
     [Subjects.attest, attest],
     [Subjects.settle, settle],

@@ -167,7 +167,7 @@ export const EffectOutcomeUnknown = Schema.Struct({
   type: Schema.Literal("effect.outcome_unknown"),
   idempotency_key: Schema.String,
   reason: Schema.String,
-  /** True when the tool has no read-back: only a witness can resolve it. */
+  /** True when read-back cannot settle it (the tool declares none, or it stayed unreachable until expiry): a witness or an admin must. */
   needs_witness: Schema.Boolean
 })
 
@@ -185,8 +185,24 @@ export const EffectUnreached = Schema.Struct({
 })
 
 /**
- * An unknown outcome of a tool its profile declares idempotent and that has no read-back: the
- * request is sent again under the same idempotency key (the tool applies it at most once).
+ * A read-back asked while the outcome is unknown reached nobody (no tool service subscribed):
+ * the tool is down, which says nothing about whether the effect happened. Read-back is asked
+ * again from `retry_at` (backoff) until the call expires; after that a read-back witness or an
+ * admin settles it.
+ */
+export const EffectReadbackUnreached = Schema.Struct({
+  ...Base,
+  type: Schema.Literal("effect.readback_unreached"),
+  idempotency_key: Schema.String,
+  attempt: Schema.Int,
+  reason: Schema.String,
+  retry_at: Schema.String
+})
+
+/**
+ * An unknown outcome of a tool its rule declares idempotent that read-back did not settle (the
+ * tool declares none, or nobody answered it): the request is sent again under the same
+ * idempotency key (the tool applies it at most once).
  */
 export const EffectResend = Schema.Struct({
   ...Base,
@@ -334,6 +350,7 @@ export const HeldEvent = Schema.Union(
   EffectRecorded,
   EffectOutcomeUnknown,
   EffectReadback,
+  EffectReadbackUnreached,
   EffectUnreached,
   EffectResend,
   EffectSettled,

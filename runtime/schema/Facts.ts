@@ -131,6 +131,8 @@ export const HeldCallFacts = Schema.Struct({
   parent_reported: Schema.optional(Schema.Boolean),
   /** The last dispatch reached no tool service: how often, why, and when the next attempt may go. Absent: never. */
   unreached: Schema.optional(Schema.Struct({ attempts: Schema.Int, reason: Schema.String, retry_at: Schema.String })),
+  /** The last read-back of an unknown outcome reached no tool service: how often, why, and when it may be asked again. Absent: it did not. */
+  readback_unreached: Schema.optional(Schema.Struct({ attempts: Schema.Int, reason: Schema.String, retry_at: Schema.String })),
   /** An idempotent tool's unknown outcome is being re-sent under the same key (even past expiry). */
   resend: Schema.optional(Schema.Boolean),
   /** Event ids already folded: the reducer, not the dedupe window, guarantees append-once. */

@@ -57,6 +57,13 @@ export const ToolRule = Schema.Struct({
   always_witness: Schema.optional(Schema.Boolean),
   /** The tool applies a request at most once per idempotency key: an unknown outcome may be re-sent. */
   idempotent: Schema.optional(Schema.Boolean),
+  /**
+   * Whether the tool answers read-back on `wk.v1.tools.<tool>.readback` (default true). With
+   * read-back, a read-back nobody answers is an outage and is asked again until the call
+   * expires; `false` sends an unknown outcome at once to the idempotent re-send or to a
+   * read-back witness or an admin.
+   */
+  readback: Schema.optional(Schema.Boolean),
   /** Who may attest whether an unknown outcome happened (`effect_happened` / `no_effect`), besides the contract's witnesses. */
   readback_witnesses: Schema.optional(Schema.Struct({ classes: Schema.optional(Schema.Array(Schema.String)), principals: Schema.optional(Schema.Array(Schema.String)) })),
   contract: Schema.optional(

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest"
 import { measureDbos } from "../../bench/dbos-workflow.js"
+import { measureLangGraph } from "../../bench/langgraph-workflow.js"
 import { FloorToolSubject } from "../../bench/durable-floor.js"
 import { row, skippedRow, verdictOf } from "../../bench/Table.js"
 
@@ -21,5 +22,10 @@ describe("bench rows", () => {
   it("the DBOS row is skipped, naming the server, when no PostgreSQL answers", async () => {
     const outcome = await measureDbos({ nc: undefined as never, toolSubject: FloorToolSubject, payload: "x", runs: 1, perRun: 1, total: 1, pgServer: "127.0.0.1:1" })
     expect(outcome).toEqual({ skipped: expect.stringContaining("no PostgreSQL server at 127.0.0.1:1") })
+  })
+
+  it("the LangGraph row is skipped, naming what is missing, when the packages or the server are not there", async () => {
+    const outcome = await measureLangGraph({ nc: undefined as never, toolSubject: FloorToolSubject, payload: "x", runs: 1, perRun: 1, total: 1, pgServer: "127.0.0.1:1" })
+    expect(outcome).toEqual({ skipped: expect.stringMatching(/is not installed|no PostgreSQL server at 127\.0\.0\.1:1/) })
   })
 })

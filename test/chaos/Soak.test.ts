@@ -4,11 +4,10 @@ import { singleServer, type Topology } from "./Topology.js"
 
 // The shortened soak of `npm run chaos`: a few agents and calls, two kernel processes
 // SIGKILLed at random and right after effects (before the kernel records them), nats-server
-// SIGKILLed and restarted on its file store, a hostile plugin pinned for a while, and witnesses
-// sending the same signed approval again across kills. Every call must end within its expiry
-// plus a grace period. Tool outages are in `npm run chaos` only: a read-back that meets an outage
-// still takes the tool for one without read-back and waits for a witness (docs/operations.md). The full
-// soak is `npm run chaos` (docs/operations.md).
+// SIGKILLed and restarted on its file store, a hostile plugin pinned for a while, tool outages
+// (the bank stops serving), and witnesses sending the same signed approval again across kills.
+// Every call must end within its expiry plus a grace period. The full soak is `npm run chaos`
+// (docs/operations.md).
 let topology: Topology
 
 beforeAll(async () => {
@@ -35,6 +34,8 @@ describe("soak with faults (shortened)", () => {
         natsFaultEveryMs: 10_000,
         hostileEveryMs: 15_000,
         hostileWindowMs: 1000,
+        toolOutageEveryMs: 6000,
+        toolOutageForMs: 1500,
         witnessRetryChance: 0.5,
         deadlineMs: 150_000,
         seed: Number(process.env["WK_SOAK_SEED"] ?? 20261203),
@@ -47,6 +48,7 @@ describe("soak with faults (shortened)", () => {
     expect(r.problems).toEqual([])
     expect(r.calls.total).toBe(32)
     expect(r.faults.kernel_kills).toBeGreaterThan(0)
+    expect(r.faults.tool_outages).toBeGreaterThan(0)
     expect(r.duplicates).toBe(0)
     expect(r.lost).toBe(0)
     expect(r.effects).toBe(r.completed_transfers)

@@ -10,7 +10,11 @@ import { profileDir, startKernelProcess, type KernelProcess } from "../support/K
 import { eventsOf, eventually } from "../support/Stream.js"
 
 // Work recorded by a kernel that dies before it drives the call (or writes its wake) is found
-// again: by the witness retrying the same bytes, and by the recovery sweep over open calls.
+// again: by the witness retrying the same bytes, and by the recovery sweep over open calls. A
+// call the policy allows is never held: its kernel dying between the claim and the effect's
+// record is recovered from the wake written before the dispatch, and a call answered in the
+// background (its result owed on the session, nobody re-sending the proposal) is in the open-call
+// index, so the sweep finds it even when its wake is lost.
 let nats: TestNats
 let agentConn: NatsConnection
 let witnessConn: NatsConnection
@@ -35,6 +39,27 @@ let n = 0
 const transfer = (amount: number) => ({ session_id: "s-lost", turn_id: "t1", call_id: `l${++n}`, tool: "money_transfer", args: { from: `acct-l${n}`, to: "shop", amount } })
 type Held = { held_id: string; call_digest: string; generation: number; witness_request: { contract_digest: string } }
 const lifecycleOf = async (id: string) => ((await alice.get(id)).held as Record<string, unknown> | undefined)?.["lifecycle"]
+const factsOf = async (id: string) => (await alice.get(id)).held as Record<string, unknown>
+
+/**
+ * A bank that SIGKILLs the kernel serving it right after the first transfer it applies, before
+ * it answers: the effect happened and no kernel recorded it.
+ */
+const killingBank = (victim: () => KernelProcess) => {
+  let killed = false
+  let heldId = ""
+  const bank = new DemoBank({
+    onApplied: async (_t, key) => {
+      if (killed) return
+      killed = true
+      heldId = key.slice(0, key.lastIndexOf(":"))
+      process.kill(victim().pid, "SIGKILL")
+      await new Promise((r) => setTimeout(r, 200))
+    }
+  }).serve(toolConn)
+  /** The held id of the call whose effect the kill followed (its idempotency key is `<held_id>:g<n>`). */
+  return { bank, killed: () => killed && victim().child.signalCode === "SIGKILL", heldId: () => heldId }
+}
 
 /** Signed approval bytes, kept so the witness can send exactly them again. */
 const approvalBytes = (h: Held) => {
@@ -120,6 +145,51 @@ describe("lost work is found again", () => {
     } finally {
       bank.stop()
       await k.kill()
+    }
+  }, 120_000)
+
+  it("an ALLOW call, never held, whose kernel died after the effect and before recording it: a restarted kernel completes it from its wake (no sweep, no proposal sent again); one effect", async () => {
+    let victim = await startKernel({ WK_SWEEP_MS: "0" })
+    const { bank, killed, heldId: killedId } = killingBank(() => victim)
+    let k: KernelProcess | undefined
+    try {
+      void alice.propose(transfer(500)).catch(() => undefined) // its kernel dies before it answers
+      await eventually(async () => killed(), 30_000)
+      const heldId = killedId()
+      victim = await startKernel({ WK_SWEEP_MS: "0" })
+      k = victim
+      await eventually(async () => (await lifecycleOf(heldId)) === "completed", 40_000)
+      expect(await factsOf(heldId)).toMatchObject({ execution: "effect-recorded", result: { amount: 500 } })
+      expect(bank.effects).toBe(1)
+      const types = (await eventsOf(kernelConn, heldId)).map((e) => e.type)
+      expect(types).not.toContain("call.held")
+      expect(types.filter((t) => t === "effect.dispatched")).toHaveLength(1)
+    } finally {
+      bank.stop()
+      await k?.kill()
+    }
+  }, 120_000)
+
+  it("an ALLOW call answered in the background, never held, whose kernel died after the effect and whose wake was lost: the recovery sweep completes and delivers it; one effect", async () => {
+    let victim = await startKernel({ WK_SWEEP_MS: "0" })
+    const { bank, killed } = killingBank(() => victim)
+    let k: KernelProcess | undefined
+    try {
+      const c = { ...transfer(600), preferences: { wait: { mode: "background" } } }
+      const r = (await alice.propose(c)) as { status: number; outcome: string; held_id: string }
+      expect(r).toMatchObject({ status: 202, outcome: "accepted" })
+      await eventually(async () => killed(), 30_000)
+      await (await jetstreamManager(kernelConn)).streams.purge(Streams.wakes)
+      victim = await startKernel({ WK_SWEEP_MS: "1000" })
+      k = victim
+      await eventually(async () => (await lifecycleOf(r.held_id)) === "completed", 40_000)
+      expect(bank.effects).toBe(1)
+      expect((await eventsOf(kernelConn, r.held_id)).filter((e) => e.type === "effect.dispatched")).toHaveLength(1)
+      const delivered = await alice.result(r.held_id, { sessionId: c.session_id, timeoutMs: 20_000 })
+      expect(delivered).toMatchObject({ held_id: r.held_id, outcome: "completed", result: { amount: 600 } })
+    } finally {
+      bank.stop()
+      await k?.kill()
     }
   }, 120_000)
 })

@@ -24,7 +24,7 @@ const profile = testProfile({
   grants: { "agent:alice": ["money_transfer", "no_readback_op"] },
   rules: {
     money_transfer: { amount_field: "amount", witness_above: 1000, deny_above: 100_000, contract: { rule: { class: "human" } } },
-    no_readback_op: { always_witness: true, contract: { rule: { class: "human" } } }
+    no_readback_op: { always_witness: true, readback: false, contract: { rule: { class: "human" } } }
   }
 })
 

@@ -30,7 +30,7 @@ const profile = testProfile({
   grants: { "agent:alice": ["money_transfer", "no_readback_op", "idempotent_op"] },
   rules: {
     money_transfer: { amount_field: "amount", witness_above: 1000, deny_above: 100_000, contract: { rule: { class: "human" } } },
-    no_readback_op: { always_witness: true, contract: { rule: { class: "human" } } },
+    no_readback_op: { always_witness: true, readback: false, contract: { rule: { class: "human" } } },
     idempotent_op: { idempotent: true }
   }
 })
@@ -110,6 +110,44 @@ describe("an unknown outcome", () => {
       expect(types).toContain("effect.readback")
       expect(bank.effects).toBe(1)
     } finally {
+      bank.stop()
+    }
+  }, 120_000)
+
+  it("with read-back, the reply lost and the tool down when read-back is asked: read-back is asked again until the tool is back; one effect, delivered", async () => {
+    // The bank applies the transfer, then goes down before it replies: the kernel's read-back
+    // meets nobody. That is an outage, not a tool without read-back.
+    let release = () => {}
+    const held = new Promise<void>((r) => (release = r))
+    let applied = 0
+    const bank: DemoBank = new DemoBank({
+      onApplied: async () => {
+        if (applied++ > 0) return
+        bank.stop()
+        await held
+      }
+    }).serve(toolConn)
+    try {
+      const h = (await alice.propose(call("money_transfer", { from: "acct-o6", to: "shop", amount: 600 }))) as Held
+      expect(h.held_id).toBeTruthy()
+      const waited = await eventually(async () => {
+        const f = await factsOf(h.held_id)
+        const types = await typesOf(h.held_id)
+        return f["needs_witness"] === true || types.includes("effect.readback_unreached") ? { f, types } : undefined
+      }, 30_000)
+      expect(waited.f).toMatchObject({ lifecycle: "open", execution: "outcome-unknown", needs_witness: false })
+      expect(bank.effects).toBe(1)
+      bank.serve(toolConn)
+      const f = await ended(h.held_id)
+      expect(f).toMatchObject({ lifecycle: "completed", execution: "effect-recorded", needs_witness: false, result: { amount: 600 } })
+      expect(bank.effects).toBe(1)
+      expect(bank.invocations.get(`${h.held_id}:g1`)).toBe(1)
+      const types = await typesOf(h.held_id)
+      expect(types.filter((t) => t === "effect.dispatched")).toHaveLength(1)
+      expect(types.filter((t) => t === "effect.recorded")).toHaveLength(1)
+      await eventually(async () => (await factsOf(h.held_id))["continuation_delivery"] !== "pending")
+    } finally {
+      release()
       bank.stop()
     }
   }, 120_000)

@@ -90,3 +90,29 @@ describe("an unknown outcome", () => {
     expect(f.execution).toBe("none")
   })
 })
+
+describe("an unknown outcome whose read-back reached no tool service", () => {
+  const unknownAsked: HeldEvent = { ...base(100), type: "effect.outcome_unknown", event_id: "effect.outcome_unknown:asked", idempotency_key: key, reason: "timeout", needs_witness: false }
+  const readbackUnreached = (attempt: number, ms: number, retryMs: number): HeldEvent => ({ ...base(ms), type: "effect.readback_unreached", event_id: `effect.readback_unreached:${attempt}`, idempotency_key: key, attempt, reason: "no tool service answers the read-back of money_transfer", retry_at: at(retryMs) })
+  const down = () => fold(allowed(), dispatched(1, 10), unknownAsked, readbackUnreached(1, 120, 620))
+
+  it("given the read-back reached nobody, then the outcome stays unknown, needs no witness, and the attempt is counted", () => {
+    expect(down()).toMatchObject({ execution: "outcome-unknown", needs_witness: false, readback_unreached: { attempts: 1, retry_at: at(620) } })
+  })
+
+  it("when the backoff has not passed, then read-back is not asked and the call is looked at again when it has", () => {
+    const plan = reconcile(down(), ctxAt(200))
+    expect(kinds(plan)).not.toContain("resolve")
+    expect(plan.requeueMs).toBe(420)
+  })
+
+  it("when the backoff has passed, then read-back is asked again", () => {
+    expect(kinds(reconcile(down(), ctxAt(700)))).toContain("resolve")
+  })
+
+  it("when a later read-back finds the effect absent, then the same key may be dispatched again and the unreached count is gone", () => {
+    const f = fold(down(), { ...base(700), type: "effect.readback", event_id: "effect.readback:1", idempotency_key: key, applied: false })
+    expect(f.execution).toBe("none")
+    expect(f.readback_unreached).toBeUndefined()
+  })
+})

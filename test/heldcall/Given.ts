@@ -3,6 +3,8 @@ import type { HeldCallFacts } from "../../runtime/schema/Facts.js"
 import type { WitnessContract } from "../../runtime/schema/WitnessContract.js"
 import type { ReconcileContext } from "../../runtime/heldcall/Reconciler.js"
 import { reduce } from "../../runtime/heldcall/Reducer.js"
+import { decide, type Attest, type Command, type DecideContext, type Propose } from "../../runtime/heldcall/Decide.js"
+import { expect } from "vitest"
 import { callDigest, contractDigest, sha256Hex } from "../../runtime/schema/Canonical.js"
 
 /**
@@ -181,3 +183,153 @@ export const ctxAt = (nowMs: number, policyEpoch = 1, extra: Partial<ReconcileCo
     ...extra
   }
 }
+
+// ---- The deciders' vocabulary: commands, a decide context, and given(events).when(command).then(...). ----
+
+/** An end of the call: denied by the adjudicator at `generation`. */
+export const denied = (generation = 1): EventOf<"call.denied"> => ({
+  type: "call.denied",
+  event_id: `call.denied:${HeldId}:g${generation}`,
+  held_id: HeldId,
+  generation,
+  at: at(3),
+  reasons: [{ by: "rule:money_transfer", reason: "denied for the test" }]
+})
+
+/** The effect of `generation` was dispatched (the call may no longer be cancelled or edited). */
+export const dispatched = (generation = 1): EventOf<"effect.dispatched"> => ({
+  type: "effect.dispatched",
+  event_id: `effect.dispatched:${HeldId}:${HeldId}:g${generation}:a1`,
+  held_id: HeldId,
+  generation,
+  at: at(20),
+  idempotency_key: `${HeldId}:g${generation}`,
+  attempt: 1,
+  owner: "k1",
+  lease_until: at(30_020),
+  policy_epoch: 1
+})
+
+/** The dispatched effect's outcome is unknown and waits for a read-back witness or an admin. */
+export const outcomeUnknown = (generation = 1): EventOf<"effect.outcome_unknown"> => ({
+  type: "effect.outcome_unknown",
+  event_id: `effect.outcome_unknown:${HeldId}:${HeldId}:g${generation}:a1:witness`,
+  held_id: HeldId,
+  generation,
+  at: at(40),
+  idempotency_key: `${HeldId}:g${generation}`,
+  reason: "no read-back",
+  needs_witness: true
+})
+
+/** Each principal's own key (so a statement signed by a witness is not the proposer's key). */
+export const keyOf = (principal: string) => `key:${principal}`
+
+/** The policy admin of the decide context. */
+export const Admin = "admin:ops"
+
+/** A decide context at `nowMs` after the origin: the test registry, one admin, the tool's read-back witness class `fraud`. */
+export const decideCtxAt = (nowMs: number, extra: Partial<DecideContext> = {}): DecideContext => ({
+  now: T0 + nowMs,
+  classesOf: (p) => Registry[p] ?? [],
+  keysOf: (p) => (p in Registry || p === Admin ? [keyOf(p)] : []),
+  principals: () => [...Object.keys(Registry), Admin],
+  isAdmin: (p) => p === Admin,
+  readbackWitnesses: (tool) => (tool === "money_transfer" ? { classes: ["fraud"] } : undefined),
+  maxDependencyDepth: () => 4,
+  heldTtlMs: 3_600_000,
+  ...extra
+})
+
+/** An envelope signed (by the shape only: deciders trust authentication done at the edge) with the principal's own key. */
+export const signedBy = <P extends { readonly principal: string }>(payload: P) => ({ payload: payload as never, key: keyOf(payload.principal), sig: "sig" })
+
+export interface AttestOf {
+  readonly witness: string
+  readonly decision?: "approve" | "reject" | "revoke" | "evidence"
+  readonly class?: string
+  readonly generation?: number
+  readonly callDigest?: string
+  readonly contract?: WitnessContract
+  readonly issuedMs?: number
+  readonly expiresMs?: number
+  readonly nonce?: string
+  /** Signed with this principal's key instead of the witness's. */
+  readonly keyOf?: string
+}
+
+/** A witness's signed attestation about the test call. */
+export const attestOf = (a: AttestOf): Attest => {
+  const generation = a.generation ?? 1
+  const payload = {
+    op: "attest" as const,
+    principal: a.witness,
+    class: a.class ?? Registry[a.witness]?.[0] ?? "unknown",
+    held_id: HeldId,
+    generation,
+    call_digest: a.callDigest ?? digestOf(generation),
+    contract_digest: contractDigest(a.contract ?? HumanContract),
+    decision: a.decision ?? "approve",
+    issued_at: at(a.issuedMs ?? 100),
+    expires_at: at(a.expiresMs ?? 600_000),
+    nonce: a.nonce ?? `nonce-${a.witness}-${a.decision ?? "approve"}-g${generation}`
+  }
+  const envelope = signedBy(payload)
+  return { _tag: "Attest", payload: payload as Attest["payload"], envelope: a.keyOf === undefined ? envelope : { ...envelope, key: keyOf(a.keyOf) } }
+}
+
+/** The proposer's (or anyone's) signed proposal of generation `generation`'s call, optionally naming the generation it supersedes. */
+export const proposeOf = (generation = 1, opts: { principal?: string; supersedes?: number } = {}): Propose => {
+  const payload = {
+    op: "propose" as const,
+    principal: opts.principal ?? Proposer,
+    session_id: "s1",
+    turn_id: "t1",
+    call_id: "c1",
+    tool: "money_transfer",
+    args: argsOf(generation),
+    ...(opts.supersedes !== undefined ? { supersedes: opts.supersedes } : {})
+  }
+  return { _tag: "Propose", payload: payload as Propose["payload"], envelope: signedBy(payload), salt: "salt" }
+}
+
+/** What a decision is expected to be: its reply (a subset of fields), its events (a subset of fields each, in order), whether it drives. */
+export interface Expected {
+  readonly reply?: Record<string, unknown>
+  readonly events?: ReadonlyArray<Partial<HeldEvent> & { readonly type: HeldEvent["type"] }>
+  readonly drive?: "cached" | "fresh" | null
+}
+
+/**
+ * given(events).when(command).then(expected): decides `command` on the facts of `events` and
+ * checks the decision. Every decision's events are also folded with `evolve`: each must be new
+ * to the facts and named by the held call it is decided on. `then` returns the decision and the
+ * facts after it, for a further `when`.
+ */
+export const givenCall = (...events: ReadonlyArray<HeldEvent>) => whenOn(given(...events))
+
+const whenOn = (facts: HeldCallFacts) => ({
+  facts,
+  when: (command: Command, ctx: DecideContext = decideCtxAt(1_000)) => {
+    const decision = decide(command, facts, ctx)
+    const after = fold(facts, ...decision.events)
+    return {
+      decision,
+      after,
+      then: (expected: Expected) => {
+        if (expected.reply !== undefined) expect(decision.reply).toMatchObject(expected.reply)
+        if (expected.events !== undefined) {
+          expect(decision.events.map((e) => e.type)).toEqual(expected.events.map((e) => e.type))
+          decision.events.forEach((e, i) => expect(e).toMatchObject(expected.events![i]!))
+        }
+        if (expected.drive !== undefined) expect(decision.drive ?? null).toBe(expected.drive)
+        for (const e of decision.events) {
+          expect(e.held_id).toBe(facts.held_id)
+          expect(facts.seen).not.toContain(e.event_id)
+          expect(after.seen).toContain(e.event_id)
+        }
+        return whenOn(after)
+      }
+    }
+  }
+})

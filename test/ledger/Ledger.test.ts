@@ -6,7 +6,8 @@ import { jetstreamManager } from "@nats-io/jetstream"
 import { layerNats, Nats } from "../../runtime/ledger/Nats.js"
 import { provision } from "../../runtime/ledger/Provision.js"
 import { appendEvent, readEventsAfter } from "../../runtime/ledger/EventLog.js"
-import { HeldCallStore, layerHeldCallStore, makeHeldCallStore, type Loaded } from "../../runtime/ledger/HeldCallStore.js"
+import { HeldCallStore, makeHeldCallStore, type Loaded } from "../../runtime/ledger/HeldCallStore.js"
+import { layerNatsLedger, type LedgerPorts } from "../../runtime/ledger/LedgerPorts.js"
 import { readProjection, writeProjection } from "../../runtime/ledger/Projection.js"
 import { acquireLease, releaseLease, type Lease } from "../../runtime/ledger/Leases.js"
 import { initialFacts } from "../../runtime/heldcall/Facts.js"
@@ -21,14 +22,14 @@ import { HeldId as FixtureHeldId, adjudicated, attestation, held, proposed } fro
 /** The ledger against a real nats-server of its own: stream appends, KV projection, KV leases. */
 
 let nats: TestNats
-type Rt = ManagedRuntime.ManagedRuntime<Nats | HeldCallStore, unknown>
+type Rt = ManagedRuntime.ManagedRuntime<Nats | LedgerPorts, unknown>
 /** Two kernel processes' worth of connections (each with its own store and cache). */
 let a: Rt
 let b: Rt
 
 const runtimeFor = (servers: string, name: string): Rt => {
   const conn = layerNats({ servers, ...Roles.kernel, name })
-  return ManagedRuntime.make(layerHeldCallStore.pipe(Layer.provideMerge(conn)))
+  return ManagedRuntime.make(layerNatsLedger.pipe(Layer.provideMerge(conn)))
 }
 
 beforeAll(async () => {

@@ -5,7 +5,7 @@ import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/
 import { Kvm } from "@nats-io/kv"
 import { layerNats, Nats, natsOptionsFromUrl } from "../../runtime/ledger/Nats.js"
 import { provision } from "../../runtime/ledger/Provision.js"
-import { ControllerConsumer } from "../../runtime/loops/Controller.js"
+import { ControllerConsumer } from "../../runtime/ledger/Provision.js"
 import { Buckets, Streams, Subjects } from "../../runtime/schema/Subjects.js"
 import { Roles, startTestNats, type TestNats } from "../support/TestNats.js"
 import { clientFor, connectAs } from "../support/Principals.js"

@@ -1,8 +1,8 @@
-import { activePolicy, classesOf, type ActivePolicy } from "../../policy/ActivePolicy.js"
+import { activePolicy, classesOf, registryOf, type ActivePolicy } from "../../policy/ActivePolicy.js"
 import { countingApprovals } from "../../heldcall/Counting.js"
 import { satisfies } from "../../heldcall/WitnessRuleEval.js"
 import type { Evidence, HeldCallFacts } from "../../schema/Facts.js"
-import { judgeAttestation } from "../../protocol/Attest.js"
+import { judgeAttestation } from "../../heldcall/decide/Attest.js"
 import { AttestPayload } from "../../schema/Requests.js"
 import { compileGuard } from "../internal/compileGuard.js"
 import { collector, type HeldCheck } from "./Check.js"
@@ -57,7 +57,7 @@ export const attestationBinding: HeldCheck = {
         inForce.length > 0 ? inForce.map((e) => e.policy) : [activePolicy(0, [{ name: "unrecorded", principals: { [p.principal]: { keys: [], classes: [p.class] } } }])]
       if (inForce.length === 0) c.unsure([seq], `no policy record in force at ${event.at}: witness registration and class not verified`)
       const now = Date.parse(event.at)
-      const verdicts = policies.map((policy) => judgeAttestation(before, p, event.envelope, policy, now))
+      const verdicts = policies.map((policy) => judgeAttestation(before, p, event.envelope, registryOf(policy), now))
       const accepted = verdicts.some((v) => v.disposition === "accepted")
       if (!accepted) {
         const v = verdicts[0]!

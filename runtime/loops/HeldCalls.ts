@@ -1,0 +1,163 @@
+import { Context, Deferred, Effect, Layer } from "effect"
+import { HeldCallStore, type Loaded } from "../ledger/HeldCallStore.js"
+import type { AppendConflict, LedgerError } from "../ledger/LedgerError.js"
+import { OpenIndex } from "../ledger/OpenIndex.js"
+import { Wakes } from "../ledger/Wakes.js"
+import { beforeDispatch, initialFacts, quiescent } from "../heldcall/Facts.js"
+import { decide, type Command, type DecideContext, type Decision } from "../heldcall/Decide.js"
+import { decideContextOf, type ActivePolicy } from "../policy/ActivePolicy.js"
+import { PolicyStore } from "../policy/PolicyStore.js"
+import { unavailable, type Reply } from "../schema/Reply.js"
+import { KernelConfig } from "../KernelConfig.js"
+import { Driver, type Driven } from "./Driver.js"
+import { decideAndCommit, MaxAttempts, type Committed } from "./internal/decideAndCommit.js"
+import { wakeAndDrive, type Follow } from "./internal/wakeAndDrive.js"
+
+export type { Follow } from "./internal/wakeAndDrive.js"
+
+export interface HandleOptions {
+  /** The policy the command was authenticated under (default: the policy this process holds now). */
+  readonly policy?: ActivePolicy
+  /** What follows a decision that leaves the call work (default `fork`). */
+  readonly follow?: Follow
+  /** The call joins the open-call index with its wake (a background proposal: its result is owed on the session). */
+  readonly index?: boolean
+}
+
+/** What handling one command did. */
+export interface Handled {
+  readonly reply: Reply
+  /** The facts after the commit that holds the decision's events, or null when it wrote nothing. */
+  readonly committed: Loaded | null
+  /** Set when the decision left the call work: how to read it first. */
+  readonly drive: "cached" | "fresh" | null
+  /** With `follow: "await"`: where the drive left the call. */
+  readonly driven: Driven | null
+}
+
+/**
+ * The one write port for commands (heldcall/Decide.ts): `handle(heldId, command)` loads the
+ * call's facts, decides, commits the events as one append with the expected sequence of the
+ * facts decided on, decides again on a conflict (503 after `MaxAttempts`), and, when the
+ * decision leaves the call work, writes its wake and drives it. Protocol handlers are decode,
+ * authenticate, `handle`; the presence watch, the policy re-evaluation walk and a proposal's
+ * nested-call edge use it too. (A nested call's end is decided on its parent from inside the
+ * child's drive, through the same `decideAndCommit`: the driver cannot depend on this port.)
+ *
+ * Two ways to commit. Most commands commit under the call's in-process lock and then drive.
+ * An attestation that counts, and a root proposal answered inline, are handed to the drive
+ * instead (`Driver.driveFrom`): their events join the drive's first commit with what they
+ * enable up to its first I/O (a proposal with its verdict and execution claim; an approval
+ * with the readiness and claim it releases), so an ALLOW is one commit before the tool.
+ *
+ * The time a decision sees is this process's clock, read per attempt.
+ */
+export class HeldCalls extends Context.Tag("wk/HeldCalls")<
+  HeldCalls,
+  {
+    readonly handle: (heldId: string, command: Command, options?: HandleOptions) => Effect.Effect<Handled, LedgerError>
+  }
+>() {}
+
+/** How a command's follow-up drive is announced: a wake that says who drives (others leave the call until the lease ends), a plain wake, or none (the drive's own claim writes one). */
+const wakeOf = (c: Command, follow: Follow): "driving" | "plain" | "none" => {
+  switch (c._tag) {
+    case "Attest":
+    case "Settle":
+      return "driving"
+    case "Propose":
+      // A nested call must report its end to its parent even if this process stops; a root
+      // call answered inline is claimed (with its wake) or parked (with its wake) by the drive.
+      return c.edge !== undefined || follow === "fork" ? "plain" : "none"
+    default:
+      return "plain"
+  }
+}
+
+/** Commands whose events join the first commit of the drive they enable (see `HeldCalls`). */
+const handsOver = (c: Command, follow: Follow) => (c._tag === "Attest" && follow === "fork") || (c._tag === "Propose" && c.edge === undefined && follow === "await")
+
+export const makeHeldCalls = Effect.gen(function* () {
+  const store = yield* HeldCallStore
+  const driver = yield* Driver
+  const wakes = yield* Wakes
+  const openIndex = yield* OpenIndex
+  const policies = yield* PolicyStore
+  const { owner, leaseMs } = yield* KernelConfig
+
+  type HandedOver = Committed & { readonly handed: boolean; readonly driven: Driven | null }
+
+  /**
+   * Decides on this process's view and hands the events to a drive of the call, which commits
+   * them in its first commit. With `fork` the drive runs on after the answer, which waits only
+   * until that commit is durable; with `await` the answer waits for the drive. A conflict on that
+   * commit (nothing written) decides again on fresh facts. A decision that leaves no work (a
+   * rejected attestation) is committed as usual.
+   */
+  const handOver = (heldId: string, command: Command, follow: Follow, contextAt: () => DecideContext) =>
+    Effect.gen(function* () {
+      for (let attempt = 0; attempt < MaxAttempts; attempt++) {
+        const first = attempt === 0
+        const loaded: Loaded =
+          (first && command._tag === "Propose" ? store.peek(heldId) : yield* store.load(heldId, first ? "cached" : "fresh")) ?? { facts: initialFacts(heldId), revision: 0 }
+        const decision: Decision = decide(command, loaded.facts, contextAt())
+        if (decision.events.length === 0) return { decision, committed: null, handed: false, driven: null } satisfies HandedOver
+        if (decision.drive === undefined) {
+          const r = yield* store.serialized(heldId, store.append(loaded, decision.events)).pipe(Effect.either)
+          if (r._tag === "Right") return { decision, committed: r.right, handed: false, driven: null } satisfies HandedOver
+          if (r.left._tag !== "AppendConflict") return yield* r.left
+          continue
+        }
+        if (follow === "await") {
+          const r = yield* driver.driveFrom(heldId, { base: loaded, pending: decision.events }).pipe(Effect.either)
+          if (r._tag === "Right") return { decision, committed: null, handed: true, driven: r.right } satisfies HandedOver
+          if (r.left._tag !== "AppendConflict") return yield* r.left
+          continue
+        }
+        const firstCommit = yield* Deferred.make<Loaded, LedgerError | AppendConflict>()
+        yield* Effect.forkDaemon(driver.driveFrom(heldId, { base: loaded, pending: decision.events, firstCommit }).pipe(Effect.ignore))
+        const r = yield* Deferred.await(firstCommit).pipe(Effect.either)
+        if (r._tag === "Right") return { decision, committed: r.right, handed: true, driven: null } satisfies HandedOver
+        if (r.left._tag !== "AppendConflict") return yield* r.left
+      }
+      return { decision: { reply: unavailable(`held call ${heldId} is changing too fast; retry`), events: [] }, committed: null, handed: false, driven: null } satisfies HandedOver
+    })
+
+  const handle = (heldId: string, command: Command, options: HandleOptions = {}) =>
+    Effect.gen(function* () {
+      const policy = options.policy ?? (yield* policies.current)
+      const contextAt = () => decideContextOf(policy, Date.now())
+      const follow = options.follow ?? "fork"
+      const { decision, committed, handed, driven: handedDriven } = handsOver(command, follow)
+        ? yield* handOver(heldId, command, follow, contextAt)
+        : { ...(yield* decideAndCommit(store, heldId, command, contextAt)), handed: false, driven: null }
+      const drive = decision.drive ?? null
+      let driven: Driven | null = handedDriven
+      const wake = wakeOf(command, follow)
+      const driving = () => ({ owner, until: Date.now() + leaseMs })
+      if (handed) {
+        // The drive has the events. A commit that claimed the call wrote its own wake in the
+        // same flush; otherwise the wake lets another process finish the call if this one stops.
+        if (wake !== "none" && committed !== null && beforeDispatch(committed.facts)) yield* wakes.begin(heldId, wake === "driving" ? driving() : undefined)
+      } else if (drive !== null && follow !== "none") {
+        const announce = wake === "none" ? undefined : wake === "driving" ? driving() : null
+        if (options.index === true) yield* openIndex.add(heldId)
+        driven =
+          announce === undefined
+            ? follow === "await"
+              ? yield* driver.drive(heldId, drive)
+              : (yield* Effect.forkDaemon(driver.drive(heldId, drive).pipe(Effect.ignore)), null)
+            : yield* wakeAndDrive(wakes, driver.drive, heldId, drive, follow, announce ?? undefined)
+      } else if (committed !== null) {
+        // No drive follows: the commit is projected here, and an ended call with nothing left
+        // to happen (an acknowledged delivery) leaves the open-call index.
+        yield* store.project(committed)
+        if (committed.facts.held && quiescent(committed.facts)) yield* openIndex.remove(heldId).pipe(Effect.ignore)
+      }
+      return { reply: decision.reply, committed, drive, driven } satisfies Handled
+    })
+
+  return HeldCalls.of({ handle })
+})
+
+export const layerHeldCalls = Layer.effect(HeldCalls, makeHeldCalls)

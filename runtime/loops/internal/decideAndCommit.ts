@@ -1,0 +1,42 @@
+import { Effect } from "effect"
+import type { HeldCallStore, Loaded } from "../../ledger/HeldCallStore.js"
+import type { LedgerError } from "../../ledger/LedgerError.js"
+import { initialFacts } from "../../heldcall/Facts.js"
+import { decide, type Command, type DecideContext, type Decision } from "../../heldcall/Decide.js"
+import { unavailable } from "../../schema/Reply.js"
+
+/** Most times one command is decided again after its commit met a concurrent write. */
+export const MaxAttempts = 16
+
+/** A decision and, when it wrote anything, the facts after its commit. */
+export interface Committed {
+  readonly decision: Decision
+  readonly committed: Loaded | null
+}
+
+/** Commands that usually create their call: tried first on this process's view (or on nothing), read only after a conflict. */
+const creates = (c: Command) => c._tag === "Propose" || c._tag === "ProposeRefused"
+
+/**
+ * The write path of every command, once: under the call's in-process lock, load its facts,
+ * decide, append the decision's events with the expected sequence of the facts decided on, and
+ * on a conflict load again and decide again. A call that does not exist is decided on its
+ * initial facts (a proposal creates it; anything else answers 404). After `MaxAttempts`
+ * conflicts the answer is 503: the call is changing too fast. `contextAt` is asked once per
+ * attempt, so every attempt decides at its own time.
+ */
+export const decideAndCommit = (store: HeldCallStore["Type"], heldId: string, command: Command, contextAt: () => DecideContext): Effect.Effect<Committed, LedgerError> =>
+  store.serialized(
+    heldId,
+    Effect.gen(function* () {
+      for (let attempt = 0; attempt < MaxAttempts; attempt++) {
+        const loaded: Loaded = (attempt === 0 && creates(command) ? store.peek(heldId) : yield* store.load(heldId, "cached")) ?? { facts: initialFacts(heldId), revision: 0 }
+        const decision = decide(command, loaded.facts, contextAt())
+        if (decision.events.length === 0) return { decision, committed: null }
+        const r = yield* store.append(loaded, decision.events).pipe(Effect.either)
+        if (r._tag === "Right") return { decision, committed: r.right }
+        if (r.left._tag !== "AppendConflict") return yield* r.left
+      }
+      return { decision: { reply: unavailable(`held call ${heldId} is changing too fast; retry`), events: [] }, committed: null }
+    })
+  )

@@ -1,0 +1,31 @@
+import { Effect } from "effect"
+import type { Freshness } from "../../ledger/HeldCallStore.js"
+import type { LedgerError } from "../../ledger/LedgerError.js"
+import type { Driving, Wakes } from "../../ledger/Wakes.js"
+
+/** What follows a decision that leaves a call work: a drive forked to run on after the answer, a drive awaited, or none (the caller drives). */
+export type Follow = "fork" | "await" | "none"
+
+/**
+ * The wake, then the drive: the wake lets another process finish the call if this one stops.
+ * It is started first and awaited once the drive is forked, so both go out at once; nothing
+ * irreversible happens before the execution claim, which writes its own wake first.
+ */
+export const wakeAndDrive = <Driven>(
+  wakes: Wakes["Type"],
+  drive: (heldId: string, freshness: Freshness) => Effect.Effect<Driven, LedgerError>,
+  heldId: string,
+  freshness: Freshness,
+  follow: Exclude<Follow, "none">,
+  driving?: Driving
+): Effect.Effect<Driven | null, LedgerError> =>
+  Effect.gen(function* () {
+    const woken = wakes.begin(heldId, driving)
+    if (follow === "fork") {
+      yield* Effect.forkDaemon(drive(heldId, freshness).pipe(Effect.ignore))
+      yield* woken
+      return null
+    }
+    yield* woken
+    return yield* drive(heldId, freshness)
+  })
