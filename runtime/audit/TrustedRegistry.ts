@@ -49,7 +49,7 @@ const sameProfiles = (a: ReadonlyArray<unknown>, b: ReadonlyArray<unknown>): boo
  *   the trusted registry (or the root), the record's profiles exactly that change applied, and
  *   a narrowing (a widening runs only as a witnessed call);
  * - applied by a witnessed `kernel_policy_apply` (`applied_by.held_id`): that call's signed
- *   proposal (an admin's `policy.apply`, deriving the held id) and, for a widening, another
+ *   request (an admin's `policy.apply` or proposal of the tool, deriving the held id) and, for a widening, another
  *   admin's signed approval of that generation, both found in the call's events;
  * - loaded at start-up (no `applied_by`): its digest is listed in the trust root, or it is the
  *   first record and there is no root (trust on first use), or it only narrows the trusted registry.
@@ -143,20 +143,20 @@ const verifyRecord = (
     if (e.type !== "call.proposed" || e.tool !== PolicyApplyTool || e.envelope === undefined) continue
     const env = e.envelope
     const principal = principalOf(env)
-    const call = policyCall(env.payload["profile"])
-    if (!envelopeSignatureValid(env) || env.payload["op"] !== "policy.apply") {
-      reasons.push(`generation ${e.generation}: the proposal is not a valid signed policy.apply`)
+    const signed = signedChange(env)
+    if (!envelopeSignatureValid(env) || signed === undefined) {
+      reasons.push(`generation ${e.generation}: the proposal is not a valid signed policy.apply or proposal of ${PolicyApplyTool}`)
       continue
     }
-    if (heldIdOf(principal, call.session_id, call.turn_id, call.call_id, e.held_id_salt) !== by.held_id) {
-      reasons.push(`generation ${e.generation}: the signed policy.apply derives another held id`)
+    if (heldIdOf(principal, signed.call.session_id, signed.call.turn_id, signed.call.call_id, e.held_id_salt) !== by.held_id) {
+      reasons.push(`generation ${e.generation}: the signed request derives another held id`)
       continue
     }
     if (!authority.admin(principal, env.key)) {
       reasons.push(`policy change by a non-admin: ${principal}'s key is not a policy admin's in ${authority.label}`)
       continue
     }
-    const change = classifyChange(activePolicy(0, base), env.payload["profile"], "profile")
+    const change = classifyChange(activePolicy(0, base), signed.profile, "profile")
     if (change._tag === "Invalid" || !sameProfiles(change.profiles, r.profiles)) {
       reasons.push(`generation ${e.generation}: the record does not hold exactly the profile ${principal} signed applied to ${authority.label}`)
       continue
@@ -180,6 +180,20 @@ const verifyRecord = (
     reasons.push(`widening applied without a second admin: ${principal}'s change (${describe(change.widenings)}) carries no valid approval by another admin of ${authority.label}`)
   }
   return `epoch ${r.epoch} (witnessed change ${by.held_id}) is not authorized: ${reasons.length > 0 ? reasons.join("; ") : "the call has no signed policy.apply proposal"}`
+}
+
+/**
+ * The profile and call ids a witnessed change was requested with: a `policy.apply` (the call's
+ * ids derive from the profile) or a `propose` of the policy tool (its own ids, `args.profile`).
+ */
+const signedChange = (env: Envelope): { readonly profile: unknown; readonly call: { readonly session_id: string; readonly turn_id: string; readonly call_id: string } } | undefined => {
+  const p = env.payload
+  if (p["op"] === "policy.apply" && p["profile"] !== undefined) return { profile: p["profile"], call: policyCall(p["profile"]) }
+  const args = p["args"]
+  if (p["op"] === "propose" && p["tool"] === PolicyApplyTool && typeof args === "object" && args !== null && !Array.isArray(args) && "profile" in args) {
+    return { profile: args["profile"], call: { session_id: String(p["session_id"]), turn_id: String(p["turn_id"]), call_id: String(p["call_id"]) } }
+  }
+  return undefined
 }
 
 const describe = (ws: ReadonlyArray<{ readonly field: string; readonly message: string }>): string =>
