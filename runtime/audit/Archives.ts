@@ -13,12 +13,13 @@ const text = new TextDecoder()
 
 /** What the archives named by a stream's `_archive` records hold, as far as they verify. */
 export interface ArchivedEvents {
-  /** Archived events by held id, each as the message it was in the stream (time unknown: 0). */
+  /** Archived commits by held id, each as the message it was in the stream (time unknown: 0). */
   readonly byHeld: ReadonlyMap<string, ReadonlyArray<RawMessage>>
   /** Every sequence some record says was archived (verified or not): gaps the stream may have. */
   readonly seqs: ReadonlySet<number>
   readonly records: number
-  readonly events: number
+  /** How many distinct commits the verified archives hold. */
+  readonly commits: number
   readonly violations: ReadonlyArray<Violation>
 }
 
@@ -26,7 +27,7 @@ export interface ArchivedEvents {
  * Reads every `archive.written` record on `<prefix>_archive`, fetches each archive object,
  * checks its SHA-256 against the record, decompresses it and checks that it holds exactly the
  * sequences and subjects the record lists. An archive that is missing, altered or inconsistent
- * is a violation of the `archive` check naming the object and each call it holds; its events
+ * is a violation of the `archive` check naming the object and each call it holds; its commits
  * are then not used. With `only`, just the archives holding that held call are fetched.
  */
 export const readArchives = (stream: string, prefix: string, only?: string): Effect.Effect<ArchivedEvents, never, Nats> =>
@@ -34,11 +35,11 @@ export const readArchives = (stream: string, prefix: string, only?: string): Eff
     const violations: Array<Violation> = []
     const byHeld = new Map<string, Map<number, RawMessage>>()
     const seqs = new Set<number>()
-    let events = 0
+    let commits = 0
     const recordsRead = yield* Effect.either(readSubject(stream, `${prefix}_archive`))
     if (Either.isLeft(recordsRead)) {
       violations.push({ check: "archive", held_id: "", seqs: [], message: `cannot read the archive records of ${stream}: ${recordsRead.left.message}` })
-      return { byHeld: new Map(), seqs, records: 0, events: 0, violations }
+      return { byHeld: new Map(), seqs, records: 0, commits: 0, violations }
     }
     const records: Array<ArchiveRecord & { seq: number }> = []
     for (const m of recordsRead.right) {
@@ -93,7 +94,7 @@ export const readArchives = (stream: string, prefix: string, only?: string): Eff
       for (const c of r.calls) for (const s of c.seqs) expected.set(s, c.held_id)
       const mismatch = lines.find((l) => expected.get(l.seq) === undefined || l.subject !== `${prefix}${expected.get(l.seq)}`)
       if (mismatch !== undefined || lines.length !== expected.size) {
-        bad(mismatch !== undefined ? `holds seq ${mismatch.seq} on ${mismatch.subject}, which its record does not list` : `holds ${lines.length} events, its record lists ${expected.size}`)
+        bad(mismatch !== undefined ? `holds seq ${mismatch.seq} on ${mismatch.subject}, which its record does not list` : `holds ${lines.length} commits, its record lists ${expected.size}`)
         continue
       }
       for (const l of lines) {
@@ -101,15 +102,15 @@ export const readArchives = (stream: string, prefix: string, only?: string): Eff
         let calls = byHeld.get(heldId)
         if (calls === undefined) byHeld.set(heldId, (calls = new Map()))
         const prev = calls.get(l.seq)
-        if (prev !== undefined && Buffer.compare(Buffer.from(prev.data), Buffer.from(l.event)) !== 0) {
+        if (prev !== undefined && Buffer.compare(Buffer.from(prev.data), Buffer.from(l.commit)) !== 0) {
           violations.push({ check: "archive", held_id: heldId, seqs: [l.seq], message: `seq ${l.seq} differs between archive ${name} and an earlier archive of it` })
           continue
         }
-        if (prev === undefined) events++
-        calls.set(l.seq, { seq: l.seq, subject: l.subject, data: l.event, time: 0 })
+        if (prev === undefined) commits++
+        calls.set(l.seq, { seq: l.seq, subject: l.subject, data: l.commit, time: 0 })
       }
     }
     const out = new Map<string, ReadonlyArray<RawMessage>>()
     for (const [heldId, m] of byHeld) out.set(heldId, [...m.values()].sort((a, b) => a.seq - b.seq))
-    return { byHeld: out, seqs, records: records.length, events, violations }
+    return { byHeld: out, seqs, records: records.length, commits, violations }
   })

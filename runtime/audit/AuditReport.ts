@@ -68,11 +68,11 @@ export const AuditReport = Schema.Struct({
   selection: Schema.Struct({ from_seq: Schema.optional(Schema.Int), since: Schema.optional(Schema.String), held: Schema.optional(Schema.String) }),
   first_seq: Schema.Int,
   last_seq: Schema.Int,
-  /** Messages read in the selected range (held-call events and policy records). */
+  /** Messages read in the selected range (commits of held-call events, policy and archive records). */
   events: Schema.Int,
-  /** Earlier events of the selected calls read to fold them from their start. */
+  /** Earlier commits of the selected calls read to fold them from their start. */
   backfilled: Schema.Int,
-  /** Events of selected calls read from archives (their sequences left the stream). */
+  /** Commits of selected calls read from archives (their sequences left the stream). */
   archived: Schema.optional(Schema.Int),
   held_calls: Schema.Int,
   /** Epochs whose records verify from the trust anchor (the registry the checks used). */

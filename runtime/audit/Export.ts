@@ -1,6 +1,6 @@
 import { Effect, Either, Layer, Schema } from "effect"
 import { layerNats, type Nats, type NatsOptions } from "../ledger/Nats.js"
-import { decodeEventBytes } from "../ledger/EventLog.js"
+import { decodeCommitBytes } from "../schema/Commit.js"
 import { jcsDigest } from "../schema/Canonical.js"
 import type { SequencedEvent } from "../schema/Events.js"
 import type { JsonValue } from "../schema/Json.js"
@@ -23,7 +23,8 @@ export interface ExportOptions {
 const decodePolicy = Schema.decodeUnknownEither(Schema.parseJson(PolicyApplied))
 
 /**
- * `wk audit export` as a library: one held call's events exactly as stored, the registry of
+ * `wk audit export` as a library: one held call's events exactly as stored, each addressed by
+ * its commit's stream sequence and its index in the commit, the registry of
  * every recorded policy epoch (public keys and classes only), the public keys of its signers,
  * and its deliveries: everything `verifyExport` needs, nothing secret. This is the auditor's
  * view (runtime/heldcall/Views.ts): the only one that holds quarantined bytes (the tool's raw
@@ -42,11 +43,13 @@ export const exportHeld = (options: ExportOptions): Effect.Effect<ExportDocument
     const archived = (archives.byHeld.get(options.held) ?? []).filter((a) => !hot.some((m) => m.seq === a.seq))
     const raw = [...archived, ...hot].sort((a, b) => a.seq - b.seq)
     if (raw.length === 0) return yield* new AuditError({ operation: "export", message: `no events for ${options.held} in ${stream} or its archives` })
-    // Events exactly as stored (decoded only to validate them): nothing the kernel wrote is dropped.
-    const events: Array<{ seq: number; event: SequencedEvent["event"] }> = []
+    // Events exactly as stored (commits decoded only to validate them), each at its address
+    // (seq, index): nothing the kernel wrote is dropped.
+    const events: Array<SequencedEvent> = []
     for (const m of raw) {
-      yield* Effect.try({ try: () => decodeEventBytes(m.data), catch: auditError(`decode event at seq ${m.seq}`) })
-      events.push({ seq: m.seq, event: JSON.parse(new TextDecoder().decode(m.data)) as SequencedEvent["event"] })
+      yield* Effect.try({ try: () => decodeCommitBytes(m.data), catch: auditError(`decode the commit at seq ${m.seq}`) })
+      const stored = (JSON.parse(new TextDecoder().decode(m.data)) as { readonly events: ReadonlyArray<SequencedEvent["event"]> }).events
+      stored.forEach((event, index) => events.push({ seq: m.seq, index, event }))
     }
     const registry: Array<RegistryEpoch> = []
     for (const m of yield* readSubject(stream, `${layout.prefix}_policy`)) {

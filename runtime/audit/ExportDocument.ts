@@ -5,7 +5,7 @@ import { JsonValue } from "../schema/Json.js"
 import { DocumentSignature } from "./KernelKey.js"
 
 /** The format tag of `wk audit export` documents. */
-export const ExportFormat = "wk.audit.export/v1"
+export const ExportFormat = "wk.audit.export/v2"
 
 /** The principal registry of one policy epoch: public keys and witness classes only. */
 export const RegistryEpoch = Schema.Struct({
@@ -25,7 +25,8 @@ export const ExportDocument = Schema.Struct({
   held_id: Schema.String,
   stream: Schema.String,
   exported_at: Schema.String,
-  events: Schema.Array(Schema.Struct({ seq: Schema.Int, event: HeldEvent })),
+  /** Every event at its address: the stream sequence of its commit and its index in that commit. */
+  events: Schema.Array(Schema.Struct({ seq: Schema.Int, index: Schema.Int, event: HeldEvent })),
   registry: Schema.Array(RegistryEpoch),
   /** Public keys (base64 ed25519) of every principal that signed an event of this call. */
   keys: Schema.Record({ key: Schema.String, value: Schema.Array(Schema.String) }),

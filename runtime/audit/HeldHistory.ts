@@ -3,15 +3,16 @@ import { evolve } from "../heldcall/Reducer.js"
 import type { SequencedEvent } from "../schema/Events.js"
 import type { HeldCallFacts } from "../schema/Facts.js"
 
-/** Every event of one held call, in stream order, as the auditor read it. */
+/** Every event of one held call, in address order (seq, index), as the auditor read it. */
 export interface HeldHistory {
   readonly heldId: string
   readonly events: ReadonlyArray<SequencedEvent>
 }
 
-/** One event with the facts just before and just after it was folded. */
+/** One event, at its address (seq, index), with the facts just before and just after it was folded. */
 export interface Step {
   readonly seq: number
+  readonly index: number
   readonly event: SequencedEvent["event"]
   readonly before: HeldCallFacts
   readonly after: HeldCallFacts
@@ -32,7 +33,7 @@ export const trace = (h: HeldHistory): Traced => {
   const steps: Array<Step> = []
   for (const e of h.events) {
     const next = evolve(facts, e)
-    steps.push({ seq: e.seq, event: e.event, before: facts, after: next, fresh: next.seen.length > facts.seen.length })
+    steps.push({ seq: e.seq, index: e.index, event: e.event, before: facts, after: next, fresh: next.seen.length > facts.seen.length })
     facts = next
   }
   return { heldId: h.heldId, steps, facts }

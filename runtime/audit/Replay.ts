@@ -1,7 +1,8 @@
 import { Effect, Either, Layer, Schema } from "effect"
 import { layerNats, Nats, type NatsOptions } from "../ledger/Nats.js"
-import { parseEvent } from "./internal/fastDecode.js"
+import { parseCommit } from "./internal/fastDecode.js"
 import { makeSignatureVerifier } from "./internal/SignatureVerifier.js"
+import type { Commit } from "../schema/Commit.js"
 import type { SequencedEvent } from "../schema/Events.js"
 import { HeldCallFacts } from "../schema/Facts.js"
 import { PolicyApplied } from "../schema/PolicyApplied.js"
@@ -93,7 +94,7 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
       if (by === undefined || !("held_id" in by) || witnessed.has(by.held_id)) continue
       const hot = yield* readSubject(stream, `${layout.prefix}${by.held_id}`)
       const msgs = [...hot, ...(archived.byHeld.get(by.held_id) ?? []).filter((m) => !hot.some((h) => h.seq === m.seq))]
-      witnessed.set(by.held_id, msgs.flatMap((m) => { try { return [parseEvent(m.data)] } catch { return [] } }))
+      witnessed.set(by.held_id, msgs.flatMap((m) => { try { return [...parseCommit(m.data).events] } catch { return [] } }))
     }
     const registry = trustedRegistry(records, options.trust !== undefined ? { _tag: "root", root: options.trust } : { _tag: "first-record" }, (id) => witnessed.get(id))
     const skewMs = options.registrySkewMs ?? DefaultRegistrySkewMs
@@ -166,7 +167,7 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
 
     // Archived events of the selected calls (all of them for a read from the start) join the
     // stream's, in sequence order; a sequence in both must be the same bytes.
-    let archivedEvents = 0
+    let archivedCommits = 0
     const fromStart = "fromSeq" in selection ? selection.fromSeq : Number.POSITIVE_INFINITY
     for (const [heldId, msgs] of archived.byHeld) {
       const selected = "held" in selection ? heldId === selection.held : calls.has(heldId) || msgs.some((m) => m.seq >= fromStart)
@@ -179,7 +180,7 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
         if (hot === undefined) {
           bySeq.set(m.seq, m)
           submit(log, m)
-          archivedEvents++
+          archivedCommits++
         } else if (Buffer.compare(Buffer.from(hot.data), Buffer.from(m.data)) !== 0) {
           archiveViolations.push({ check: "archive", held_id: heldId, seqs: [m.seq], message: `seq ${m.seq} differs between ${stream} and its archive` })
         }
@@ -211,7 +212,9 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
         return newestAt
       },
       settleMs: options.settleMs ?? 30_000,
-      verified: (seq) => verifier.verdict(seq),
+      // A worker answers per commit: true when every envelope in it verifies; otherwise the
+      // check verifies each envelope of that commit itself.
+      verified: (seq) => (verifier.verdict(seq) === true ? true : undefined),
       ...(deliveries._tag === "read" ? { deliveries: deliveries.byHeld, deliveriesFrom: deliveries.from } : {})
     }
     // Calls whose verdicts are in are checked while the workers verify the rest; results are
@@ -299,7 +302,7 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
         checked: archived.records,
         violations: archiveViolations,
         unverified: [],
-        note: `${archived.records} archive(s) verified against their SHA-256; ${archivedEvents} archived event(s) replayed`
+        note: `${archived.records} archive(s) verified against their SHA-256; ${archivedCommits} archived commit(s) replayed`
       },
       ...held,
       projectionCheck,
@@ -316,7 +319,7 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
       last_seq: lastSeq,
       events,
       backfilled,
-      archived: archivedEvents,
+      archived: archivedCommits,
       held_calls: heldCalls,
       policy_epochs: policy.epochs.map((e) => e.epoch),
       anchored: registry.anchored,
@@ -350,19 +353,33 @@ const EnvelopeKey = Buffer.from('"envelope"')
 // Buffer's native search works on any Uint8Array: no Buffer view per message.
 const indexOf = Buffer.prototype.indexOf as (this: Uint8Array, value: Uint8Array) => number
 
+/**
+ * Each message is one commit: its events, addressed (seq, index), join the call's history. A
+ * commit that does not decode, a commit or an event naming another held call than the subject's,
+ * and an event id repeated inside one commit (the kernel never writes one) are stream violations.
+ */
 const decodeLog = (log: CallLog): DecodedLog => {
   const events: Array<SequencedEvent> = []
   const violations: Array<Violation> = []
+  const fail = (seq: number, message: string) => void violations.push({ check: "stream", held_id: log.heldId, seqs: [seq], message })
   for (const m of log.messages) {
-    let event: SequencedEvent["event"]
+    let commit: Commit
     try {
-      event = parseEvent(m.data)
+      commit = parseCommit(m.data)
     } catch (e) {
-      violations.push({ check: "stream", held_id: log.heldId, seqs: [m.seq], message: `an event does not decode: ${String(e).slice(0, 200)}` })
+      fail(m.seq, `a commit does not decode: ${String(e).slice(0, 200)}`)
       continue
     }
-    if (event.held_id !== log.heldId) violations.push({ check: "stream", held_id: log.heldId, seqs: [m.seq], message: `an event of ${event.held_id} is stored on the subject of ${log.heldId}` })
-    events.push({ seq: m.seq, event })
+    if (commit.held_id !== log.heldId) fail(m.seq, `a commit of ${commit.held_id} is stored on the subject of ${log.heldId}`)
+    const ids = new Map<string, number>()
+    for (let index = 0; index < commit.events.length; index++) {
+      const event = commit.events[index]!
+      if (event.held_id !== log.heldId) fail(m.seq, `seq ${m.seq} index ${index}: an event of ${event.held_id} is stored on the subject of ${log.heldId}`)
+      const earlier = ids.get(event.event_id)
+      if (earlier !== undefined) fail(m.seq, `seq ${m.seq} index ${index}: repeats event ${event.event_id} of index ${earlier} in the same commit`)
+      else ids.set(event.event_id, index)
+      events.push({ seq: m.seq, index, event })
+    }
   }
   return { events, violations }
 }
@@ -371,7 +388,7 @@ const decodeLog = (log: CallLog): DecodedLog => {
 const lastAtOf = (log: CallLog): number | null => {
   for (let i = log.messages.length - 1; i >= 0; i--) {
     try {
-      return Date.parse(parseEvent(log.messages[i]!.data).at)
+      return Date.parse(parseCommit(log.messages[i]!.data).events.at(-1)!.at)
     } catch {
       continue
     }

@@ -49,7 +49,7 @@ const sameProfiles = (a: ReadonlyArray<unknown>, b: ReadonlyArray<unknown>): boo
  *   the trusted registry (or the root), the record's profiles exactly that change applied, and
  *   a narrowing (a widening runs only as a witnessed call);
  * - applied by a witnessed `kernel_policy_apply` (`applied_by.held_id`): that call's signed
- *   request (an admin's `policy.apply` or proposal of the tool, deriving the held id) and, for a widening, another
+ *   proposal (an admin's `policy.apply`, deriving the held id) and, for a widening, another
  *   admin's signed approval of that generation, both found in the call's events;
  * - loaded at start-up (no `applied_by`): its digest is listed in the trust root, or it is the
  *   first record and there is no root (trust on first use), or it only narrows the trusted registry.
@@ -143,9 +143,9 @@ const verifyRecord = (
     if (e.type !== "call.proposed" || e.tool !== PolicyApplyTool || e.envelope === undefined) continue
     const env = e.envelope
     const principal = principalOf(env)
-    const signed = signedChange(env)
-    if (!envelopeSignatureValid(env) || signed === undefined) {
-      reasons.push(`generation ${e.generation}: the proposal is not a valid signed policy.apply or proposal of ${PolicyApplyTool}`)
+    const signed = signedChange(env.payload)
+    if (!envelopeSignatureValid(env) || signed === null) {
+      reasons.push(`generation ${e.generation}: the proposal is not a valid signed policy.apply or kernel_policy_apply proposal`)
       continue
     }
     if (heldIdOf(principal, signed.call.session_id, signed.call.turn_id, signed.call.call_id, e.held_id_salt) !== by.held_id) {
@@ -183,17 +183,16 @@ const verifyRecord = (
 }
 
 /**
- * The profile and call ids a witnessed change was requested with: a `policy.apply` (the call's
- * ids derive from the profile) or a `propose` of the policy tool (its own ids, `args.profile`).
+ * The profile and call ids a witnessed change was signed with: an admin's `policy.apply` (ids
+ * derived from the profile), or an admin's own proposal of `kernel_policy_apply` (its ids as sent).
  */
-const signedChange = (env: Envelope): { readonly profile: unknown; readonly call: { readonly session_id: string; readonly turn_id: string; readonly call_id: string } } | undefined => {
-  const p = env.payload
+const signedChange = (p: Readonly<Record<string, unknown>>): { readonly profile: unknown; readonly call: { readonly session_id: string; readonly turn_id: string; readonly call_id: string } } | null => {
   if (p["op"] === "policy.apply" && p["profile"] !== undefined) return { profile: p["profile"], call: policyCall(p["profile"]) }
   const args = p["args"]
-  if (p["op"] === "propose" && p["tool"] === PolicyApplyTool && typeof args === "object" && args !== null && !Array.isArray(args) && "profile" in args) {
-    return { profile: args["profile"], call: { session_id: String(p["session_id"]), turn_id: String(p["turn_id"]), call_id: String(p["call_id"]) } }
-  }
-  return undefined
+  if (p["op"] !== "propose" || p["tool"] !== PolicyApplyTool || typeof args !== "object" || args === null || !("profile" in args)) return null
+  const { session_id, turn_id, call_id } = p
+  if (typeof session_id !== "string" || typeof turn_id !== "string" || typeof call_id !== "string") return null
+  return { profile: (args as { profile: unknown }).profile, call: { session_id, turn_id, call_id } }
 }
 
 const describe = (ws: ReadonlyArray<{ readonly field: string; readonly message: string }>): string =>

@@ -41,12 +41,13 @@ export const verifyExport = (input: unknown, trust?: TrustRoot): ExportVerificat
     if (sig === undefined) problems.push("the export is not signed, and a trust root was given")
     else if (!trust.kernel_keys.includes(sig.key)) problems.push(`the export is signed by ${sig.key}, not a kernel key of the trust root`)
   }
-  for (const { seq, event } of doc.events) {
-    if (event.held_id !== doc.held_id) problems.push(`seq ${seq}: an event of ${event.held_id} in the export of ${doc.held_id}`)
+  problems.push(...addressProblems(doc.events))
+  for (const { seq, index, event } of doc.events) {
+    if (event.held_id !== doc.held_id) problems.push(`seq ${seq} index ${index}: an event of ${event.held_id} in the export of ${doc.held_id}`)
     const env: Envelope | undefined = "envelope" in event ? event.envelope : undefined
     if (env === undefined) continue
     const principal = String(env.payload["principal"])
-    if (!(doc.keys[principal] ?? []).includes(env.key)) problems.push(`seq ${seq}: the key of ${principal} is not among the exported keys`)
+    if (!(doc.keys[principal] ?? []).includes(env.key)) problems.push(`seq ${seq} index ${index}: the key of ${principal} is not among the exported keys`)
   }
   const policy = policyHistory(
     doc.registry.map((r) => ({ type: "policy.applied" as const, event_id: `policy.applied:e${r.epoch}`, epoch: r.epoch, at: r.at, profiles: [{ name: `registry@e${r.epoch}`, principals: r.principals }] }))
@@ -61,4 +62,25 @@ export const verifyExport = (input: unknown, trust?: TrustRoot): ExportVerificat
   })
   const violations = checks.reduce((n, c) => n + c.violations.length, 0)
   return { ok: problems.length === 0 && violations === 0, anchored: trust !== undefined, problems, checks }
+}
+
+/**
+ * Events must come in address order, and the events of one commit with indexes 0, 1, 2, ...:
+ * a gap is an event left out of its commit, a repeat an event added to it.
+ */
+const addressProblems = (events: ReadonlyArray<{ readonly seq: number; readonly index: number }>): Array<string> => {
+  const problems: Array<string> = []
+  let seq = 0
+  let next = 0
+  for (const e of events) {
+    if (e.seq < seq) problems.push(`seq ${e.seq} comes after seq ${seq}: events are not in stream order`)
+    if (e.seq !== seq) {
+      seq = e.seq
+      next = 0
+    }
+    if (e.index < next) problems.push(`seq ${e.seq}: index ${e.index} repeats`)
+    else if (e.index > next) problems.push(`seq ${e.seq}: index ${e.index} comes where index ${next} should (indexes ${next}..${e.index - 1} are missing)`)
+    next = Math.max(next, e.index + 1)
+  }
+  return problems
 }

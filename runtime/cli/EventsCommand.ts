@@ -2,14 +2,18 @@ import { Command, Options } from "@effect/cli"
 import { Console, Effect, Option, Queue } from "effect"
 import { DeliverPolicy, jetstream, jetstreamManager, type ConsumerConfig } from "@nats-io/jetstream"
 import { eventView } from "../heldcall/Views.js"
-import { decodeEventBytes } from "../ledger/EventLog.js"
+import { decodeCommitBytes, type Commit } from "../schema/Commit.js"
 import type { HeldEvent } from "../schema/Events.js"
 import { Streams, Subjects } from "../schema/Subjects.js"
 import { ask, connectClient } from "./Connect.js"
 
-/** One event as `wk events tail` prints it: where it is in the stream and what it says (admin view). */
+/**
+ * One event as `wk events tail` prints it: its address (the stream sequence of its commit and its
+ * index in the commit) and what it says (admin view).
+ */
 interface Tailed {
   readonly seq: number
+  readonly index: number
   readonly held_id: string
   readonly tool: string | null
   readonly event: Record<string, unknown>
@@ -32,8 +36,9 @@ const heldIdOf = (subject: string): string | undefined => {
 
 /**
  * `wk events tail`: every call's events live, from an ordered consumer on the events stream (no
- * server state beyond this reader). Filters by held call, tool and event type; the tool of a call
- * that began before the tail is read from its first event.
+ * server state beyond this reader), one line per event at its address `<seq>.<index>` (the
+ * commit's stream sequence, the event's index in it). Filters by held call, tool and event type;
+ * the tool of a call that began before the tail is read from its first event.
  */
 export const eventsCommand = Command.make("events").pipe(
   Command.withDescription("Follow the event log live: every call's events (tail)"),
@@ -50,7 +55,7 @@ export const eventsCommand = Command.make("events").pipe(
             const known = toolOf.get(heldId)
             if (known !== undefined) return known
             const first = yield* ask(`read the first event of ${heldId}`, () => jsm.direct.getMessage(Streams.events, { next_by_subj: Subjects.events(heldId), seq: 1 }))
-            const firstEvent = first === null ? null : decodeEventBytes(first.data)
+            const firstEvent = first === null ? null : decodeCommitBytes(first.data).events[0]
             const t = firstEvent !== null && firstEvent.type === "call.proposed" ? firstEvent.tool : null
             toolOf.set(heldId, t)
             return t
@@ -76,18 +81,21 @@ export const eventsCommand = Command.make("events").pipe(
           if (Option.isNone(next)) continue
           const heldId = heldIdOf(next.value.subject)
           if (heldId === undefined) continue
-          let event: HeldEvent
+          let commit: Commit
           try {
-            event = decodeEventBytes(next.value.data)
+            commit = decodeCommitBytes(next.value.data)
           } catch {
-            continue // not an event this CLI can decode
+            continue // not a commit this CLI can decode
           }
-          if (o.types.length > 0 && !o.types.includes(event.type)) continue
-          const t = yield* lookupTool(heldId, event)
-          if (Option.isSome(o.tool) && t !== o.tool.value) continue
-          const line: Tailed = { seq: next.value.seq, held_id: heldId, tool: t, event: eventView("admin", event) }
-          yield* Console.log(o.json ? JSON.stringify(line) : `${String(line.seq).padStart(8)}  ${event.at}  ${heldId}  ${(t ?? "-").padEnd(16)}  ${event.type}`)
-          printed++
+          for (let index = 0; index < commit.events.length && (o.limit === 0 || printed < o.limit); index++) {
+            const event = commit.events[index]!
+            if (o.types.length > 0 && !o.types.includes(event.type)) continue
+            const t = yield* lookupTool(heldId, event)
+            if (Option.isSome(o.tool) && t !== o.tool.value) continue
+            const line: Tailed = { seq: next.value.seq, index, held_id: heldId, tool: t, event: eventView("admin", event) }
+            yield* Console.log(o.json ? JSON.stringify(line) : `${`${line.seq}.${index}`.padStart(10)}  ${event.at}  ${heldId}  ${(t ?? "-").padEnd(16)}  ${event.type}`)
+            printed++
+          }
         }
       }).pipe(Effect.scoped)
     ).pipe(Command.withDescription("Print events as they are recorded: --held, --tool and --type filter; --all or --since-seq replay first"))

@@ -5,7 +5,7 @@ import { Kvm } from "@nats-io/kv"
 import type { WitnessClient } from "../client/Client.js"
 import { reduce } from "../heldcall/Reducer.js"
 import { eventView, heldView } from "../heldcall/Views.js"
-import { decodeEventBytes } from "../ledger/EventLog.js"
+import { eventsOfMessage } from "../schema/Commit.js"
 import type { HeldEvent, SequencedEvent } from "../schema/Events.js"
 import { HeldId } from "../schema/Ids.js"
 import { Buckets, Streams, Subjects } from "../schema/Subjects.js"
@@ -29,7 +29,7 @@ const pastEvents = (client: WitnessClient, heldId: string) =>
     for (;;) {
       const m = await jsm.direct.getMessage(Streams.events, { next_by_subj: Subjects.events(heldId), seq })
       if (m === null) return out
-      out.push({ seq: m.seq, event: decodeEventBytes(m.data) })
+      out.push(...eventsOfMessage(m.seq, m.data))
       seq = m.seq + 1
     }
   })
@@ -144,7 +144,7 @@ const watchCommand = Command.make(
       const sub = client.nc.subscribe(Subjects.events(heldId), {
         callback: (_e, m) => {
           try {
-            void Queue.unsafeOffer(signal, decodeEventBytes(m.data))
+            for (const e of eventsOfMessage(0, m.data)) void Queue.unsafeOffer(signal, e.event)
           } catch {
             // Not an event this CLI can decode: the stream read after the call ends prints what it can.
           }

@@ -12,10 +12,11 @@ export interface GatewayNats {
   readonly pass?: string
 }
 
-/** One stored event of a held call with its stream sequence. */
+/** One stored event of a held call at its address: its commit's stream sequence and its index in the commit. */
 export interface StoredEvent {
   readonly seq: number
-  readonly event: Record<string, unknown>
+  readonly index: number
+  readonly event: unknown
 }
 
 export class GatewayNatsError {
@@ -77,9 +78,11 @@ export const makeKernelLink = (opts: GatewayNats) =>
           void (async () => {
             for await (const m of messages) {
               try {
-                onEvent({ seq: m.seq, event: m.json<Record<string, unknown>>() })
+                // Each message is a commit; its events go out one by one, undecoded (the listener decodes).
+                const events = m.json<{ readonly events?: unknown }>().events
+                if (Array.isArray(events)) events.forEach((event: unknown, index) => onEvent({ seq: m.seq, index, event }))
               } catch {
-                // A listener that failed is the listener's problem; keep reading.
+                // A listener that failed, or a body that is not JSON, is not the reader's problem; keep reading.
               }
             }
           })()

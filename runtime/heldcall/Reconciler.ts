@@ -86,10 +86,10 @@ export const reconcile = (facts: HeldCallFacts, ctx: ReconcileContext): Plan => 
     if (next === null) break
     if (i >= bound) {
       const stop: HeldEvent = { type: "reconcile.bound_exceeded", event_id: `reconcile.bound_exceeded:${f.held_id}:@${facts.last_seq}`, held_id: f.held_id, generation: f.generation, at, bound }
-      return { events: [...events, stop], actions: [], requeueMs: null, facts: evolve(f, { seq: f.last_seq, event: stop }) }
+      return { events: [...events, stop], actions: [], requeueMs: null, facts: evolve(f, { seq: f.last_seq, index: events.length, event: stop }) }
     }
+    f = evolve(f, { seq: f.last_seq, index: events.length, event: next })
     events.push(next)
-    f = evolve(f, { seq: f.last_seq, event: next })
   }
   return { events, actions: actionsFor(f, ctx), requeueMs: requeueFor(f, ctx), facts: f }
 }

@@ -7,31 +7,30 @@ import { quiescent } from "../heldcall/Facts.js"
 import { reduce } from "../heldcall/Reducer.js"
 import { ArchiveBucket, ArchiveSubject, encodeArchiveLines, type ArchiveLine, type ArchiveRecord } from "../schema/Archive.js"
 import { sha256Hex } from "../schema/Canonical.js"
-import type { SequencedEvent } from "../schema/Events.js"
 import type { HeldCallFacts } from "../schema/Facts.js"
 import { Streams, Subjects } from "../schema/Subjects.js"
-import { decodeEventBytes } from "./EventLog.js"
+import { decodeCommitBytes, sequencedEvents, type Commit } from "../schema/Commit.js"
 import { LedgerError } from "./LedgerError.js"
 import { Nats } from "./Nats.js"
 
 const EventsPrefix = "wk.v1.events."
 
-interface StoredEvent extends ArchiveLine {
+interface StoredCommit extends ArchiveLine {
   readonly time: number
 }
 
-/** Every stored event of one held call, in order (direct get, next by subject). */
+/** Every stored commit of one held call, in order (direct get, next by subject). */
 const readCall = (heldId: string) =>
   Effect.gen(function* () {
     const { jsm } = yield* Nats
     return yield* Effect.tryPromise({
       try: async () => {
-        const out: Array<StoredEvent> = []
+        const out: Array<StoredCommit> = []
         let seq = 1
         for (;;) {
           const m = await jsm.direct.getMessage(Streams.events, { next_by_subj: Subjects.events(heldId), seq })
           if (m === null) return out
-          out.push({ seq: m.seq, subject: m.subject, event: m.data, time: m.timestamp === undefined ? 0 : Date.parse(m.timestamp) })
+          out.push({ seq: m.seq, subject: m.subject, commit: m.data, time: m.timestamp === undefined ? 0 : Date.parse(m.timestamp) })
           seq = m.seq + 1
         }
       },
@@ -77,32 +76,33 @@ export const scanOldCalls = (fromSeq: number, cutoff: number, limit: number) =>
   })
 
 /**
- * Archives held calls that are quiescent and whose last event was stored before `cutoff`: their
- * events go, gzip-compressed JSON lines, to one object in `wk_archive`; an `archive.written`
- * record with the object's SHA-256 is appended to `WK_EVENTS`; then each call's events up to
- * the last archived one are purged from `WK_EVENTS` (an event appended meanwhile stays). A
- * crash between the record and the purge leaves the events in both places; the next pass
+ * Archives held calls that are quiescent and whose last commit was stored before `cutoff`: their
+ * commits go, gzip-compressed JSON lines, to one object in `wk_archive`; an `archive.written`
+ * record with the object's SHA-256 is appended to `WK_EVENTS`; then each call's commits up to
+ * the last archived one are purged from `WK_EVENTS` (a commit appended meanwhile stays). A
+ * crash between the record and the purge leaves the commits in both places; the next pass
  * archives them again, and the auditor takes each sequence once (the copies must agree).
  */
 export const archiveCalls = (heldIds: ReadonlyArray<string>, cutoff: number, by: string) =>
   Effect.gen(function* () {
     const { nc, publish, jsm } = yield* Nats
-    const chosen: Array<{ heldId: string; events: ReadonlyArray<StoredEvent> }> = []
+    const chosen: Array<{ heldId: string; commits: ReadonlyArray<StoredCommit>; events: number }> = []
     for (const heldId of heldIds) {
-      const events = yield* readCall(heldId)
-      const last = events[events.length - 1]
+      const commits = yield* readCall(heldId)
+      const last = commits[commits.length - 1]
       if (last === undefined || last.time >= cutoff) continue
-      let facts: HeldCallFacts
+      let decoded: Array<Commit>
       try {
-        facts = reduce(heldId, events.map((e): SequencedEvent => ({ seq: e.seq, event: decodeEventBytes(e.event) })))
+        decoded = commits.map((c) => decodeCommitBytes(c.commit))
       } catch {
-        // An event the kernel cannot decode stays where the auditor reports it.
+        // A commit the kernel cannot decode stays where the auditor reports it.
         continue
       }
-      if (quiescent(facts)) chosen.push({ heldId, events })
+      const facts: HeldCallFacts = reduce(heldId, decoded.flatMap((c, i) => sequencedEvents(commits[i]!.seq, c)))
+      if (quiescent(facts)) chosen.push({ heldId, commits, events: decoded.reduce((n, c) => n + c.events.length, 0) })
     }
     if (chosen.length === 0) return null
-    const lines = chosen.flatMap((c) => c.events).sort((a, b) => a.seq - b.seq)
+    const lines = chosen.flatMap((c) => c.commits).sort((a, b) => a.seq - b.seq)
     const stored = gzipSync(encodeArchiveLines(lines))
     const archiveId = `a_${lines[0]!.seq}_${Date.now().toString(36)}_${randomBytes(3).toString("hex")}`
     const record: ArchiveRecord = {
@@ -113,8 +113,8 @@ export const archiveCalls = (heldIds: ReadonlyArray<string>, cutoff: number, by:
       compression: "gzip",
       sha256: sha256Hex(stored),
       bytes: stored.length,
-      events: lines.length,
-      calls: chosen.map((c) => ({ held_id: c.heldId, seqs: c.events.map((e) => e.seq) })),
+      events: chosen.reduce((n, c) => n + c.events, 0),
+      calls: chosen.map((c) => ({ held_id: c.heldId, seqs: c.commits.map((e) => e.seq) })),
       at: new Date().toISOString(),
       by
     }
@@ -130,7 +130,7 @@ export const archiveCalls = (heldIds: ReadonlyArray<string>, cutoff: number, by:
       catch: (cause) => new LedgerError({ operation: `record archive ${archiveId}`, message: String(cause), cause })
     })
     for (const c of chosen) {
-      const upTo = c.events[c.events.length - 1]!.seq
+      const upTo = c.commits[c.commits.length - 1]!.seq
       yield* Effect.tryPromise({
         try: () => jsm.streams.purge(Streams.events, { filter: Subjects.events(c.heldId), seq: upTo + 1 }),
         catch: (cause) => new LedgerError({ operation: `purge archived events of ${c.heldId}`, message: String(cause), cause })

@@ -33,7 +33,10 @@ export class HeldCallStore extends Context.Tag("wk/HeldCallStore")<
     readonly load: (heldId: string, freshness?: Freshness) => Effect.Effect<Loaded | null, LedgerError>
     /** Facts folded from the stream alone, ignoring the projection. */
     readonly replay: (heldId: string) => Effect.Effect<HeldCallFacts | null, LedgerError>
-    /** Appends events in order on top of `loaded`; returns the new facts. */
+    /**
+     * Appends events on top of `loaded` as one commit (all stored or none, CAS'd on the facts'
+     * `last_seq`); returns the new facts, whose `last_seq` is the commit's stream sequence.
+     */
     readonly append: (loaded: Loaded, events: ReadonlyArray<HeldEvent>) => Effect.Effect<Loaded, AppendConflict | LedgerError>
     /**
      * Writes the facts to the KV projection, in the background (the projection is an index
@@ -84,17 +87,14 @@ export const makeHeldCallStore = Effect.gen(function* () {
 
   const append = (loaded: Loaded, events: ReadonlyArray<HeldEvent>): Effect.Effect<Loaded, AppendConflict | LedgerError> => {
     if (events.length === 0) return Effect.succeed(loaded)
-    return Effect.suspend(() => {
-      let facts = loaded.facts
-      return appendEvents(
-        nats,
-        events,
-        facts.last_seq,
-        (seq, event) => void (facts = evolve(facts, { seq, event })),
-        () => remember({ facts, revision: loaded.revision }),
-        () => recent.delete(loaded.facts.held_id)
-      )
-    })
+    return appendEvents(nats, events, loaded.facts.last_seq).pipe(
+      Effect.map((seq) => {
+        let facts = loaded.facts
+        for (let index = 0; index < events.length; index++) facts = evolve(facts, { seq, index, event: events[index]! })
+        return remember({ facts, revision: loaded.revision })
+      }),
+      Effect.tapError(() => Effect.sync(() => recent.delete(loaded.facts.held_id)))
+    )
   }
 
   // Highest sequence this process has projected per call (bounded like the cache).

@@ -273,7 +273,7 @@ export const makeDriver = Effect.gen(function* () {
 /** `facts` with `events` folded in, on the same committed sequence (a view of uncommitted work). */
 const fold = (facts: HeldCallFacts, events: ReadonlyArray<HeldEvent>): HeldCallFacts => {
   let f = facts
-  for (const event of events) f = evolve(f, { seq: facts.last_seq, event })
+  events.forEach((event, index) => (f = evolve(f, { seq: facts.last_seq, index, event })))
   return f
 }
 

@@ -6,7 +6,7 @@ export const ArchiveBucket = "wk_archive"
 /** The WK_EVENTS subject archive records are appended to (beside `_policy`). */
 export const ArchiveSubject = "wk.v1.events._archive"
 
-/** One archived held call: its id and the WK_EVENTS sequences of its events in the archive. */
+/** One archived held call: its id and the WK_EVENTS sequences of its commits in the archive. */
 export const ArchivedCall = Schema.Struct({
   held_id: Schema.String,
   seqs: Schema.Array(Schema.Int)
@@ -14,13 +14,18 @@ export const ArchivedCall = Schema.Struct({
 export type ArchivedCall = typeof ArchivedCall.Type
 
 /**
- * `archive.written`: the events of `calls` were written, in stream order, to `object` in
+ * `archive.written`: the commits of `calls` were written, in stream order, to `object` in
  * `bucket`, compressed with `compression`; `sha256` is the lowercase hex SHA-256 of the stored
- * (compressed) bytes, `bytes` their length. Appended before the calls' events leave WK_EVENTS,
- * so every purged sequence is named by a record and its digest.
+ * (compressed) bytes, `bytes` their length, `events` how many events the commits hold. Appended
+ * before the calls' commits leave WK_EVENTS, so every purged sequence is named by a record and
+ * its digest.
  *
- * The object, once decompressed, is JSON lines, one per event in sequence order:
- * `{"seq":<WK_EVENTS sequence>,"subject":"wk.v1.events.<held_id>","event":<the stored event, byte for byte>}`.
+ * The object, once decompressed, is JSON lines, one per commit (one stored message) in sequence
+ * order: `{"seq":<WK_EVENTS sequence>,"subject":"wk.v1.events.<held_id>","commit":<the stored
+ * commit, byte for byte>}`. An archived event keeps its address: the line's `seq` and its index
+ * in the commit's `events`. Commits are archived whole, not split into events, so the archived
+ * bytes are the stored bytes and anything that covers a commit (a digest, a signature) still
+ * verifies from the archive.
  */
 export const ArchiveRecord = Schema.Struct({
   type: Schema.Literal("archive.written"),
@@ -37,23 +42,23 @@ export const ArchiveRecord = Schema.Struct({
 })
 export type ArchiveRecord = typeof ArchiveRecord.Type
 
-/** One line of an archive object, as parsed (the event stays raw JSON text for the auditor to decode). */
+/** One line of an archive object, as parsed (the commit stays raw JSON text for the auditor to decode). */
 export interface ArchiveLine {
   readonly seq: number
   readonly subject: string
-  readonly event: Uint8Array
+  readonly commit: Uint8Array
 }
 
 const encoder = new TextEncoder()
 const decoder = new TextDecoder()
 
-/** The JSON lines of an archive: the stored event bytes are embedded as they are (they are JSON). */
+/** The JSON lines of an archive: the stored commit bytes are embedded as they are (they are JSON). */
 export const encodeArchiveLines = (lines: ReadonlyArray<ArchiveLine>): Uint8Array =>
-  encoder.encode(lines.map((l) => `{"seq":${l.seq},"subject":${JSON.stringify(l.subject)},"event":${decoder.decode(l.event)}}\n`).join(""))
+  encoder.encode(lines.map((l) => `{"seq":${l.seq},"subject":${JSON.stringify(l.subject)},"commit":${decoder.decode(l.commit)}}\n`).join(""))
 
 /**
- * Parses archive JSON lines back into their events, each event's bytes exactly as archived (the
- * text between `"event":` and the line's closing brace). Throws on a malformed line.
+ * Parses archive JSON lines back into their commits, each commit's bytes exactly as archived (the
+ * text between `"commit":` and the line's closing brace). Throws on a malformed line.
  */
 export const decodeArchiveLines = (bytes: Uint8Array): Array<ArchiveLine> => {
   const out: Array<ArchiveLine> = []
@@ -62,9 +67,9 @@ export const decodeArchiveLines = (bytes: Uint8Array): Array<ArchiveLine> => {
   for (const line of text.split("\n")) {
     n++
     if (line.length === 0) continue
-    const m = /^\{"seq":(\d+),"subject":("(?:[^"\\]|\\.)*"),"event":(.*)\}$/.exec(line)
-    if (m === null) throw new Error(`archive line ${n} is not {"seq","subject","event"}`)
-    out.push({ seq: Number(m[1]), subject: JSON.parse(m[2]!) as string, event: encoder.encode(m[3]!) })
+    const m = /^\{"seq":(\d+),"subject":("(?:[^"\\]|\\.)*"),"commit":(.*)\}$/.exec(line)
+    if (m === null) throw new Error(`archive line ${n} is not {"seq","subject","commit"}`)
+    out.push({ seq: Number(m[1]), subject: JSON.parse(m[2]!) as string, commit: encoder.encode(m[3]!) })
   }
   return out
 }

@@ -333,7 +333,7 @@ export const ReconcileBoundExceeded = Schema.Struct({
   bound: Schema.Int
 })
 
-/** Every event of a held call, on `wk.v1.events.<held_id>` in `WK_EVENTS`. */
+/** Every event of a held call, stored inside a commit (schema/Commit.ts) on `wk.v1.events.<held_id>` in `WK_EVENTS`. */
 export const HeldEvent = Schema.Union(
   CallProposed,
   CallAdjudicated,
@@ -371,8 +371,9 @@ export type HeldEvent = typeof HeldEvent.Type
 export type EventType = HeldEvent["type"]
 export type EventOf<T extends EventType> = Extract<HeldEvent, { type: T }>
 
-/** An event as read back from the stream: its stream sequence travels with it. */
+/** An event as read back from the stream, with its address: the stream sequence of its commit and its index in that commit. */
 export interface SequencedEvent {
   readonly seq: number
+  readonly index: number
   readonly event: HeldEvent
 }

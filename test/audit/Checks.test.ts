@@ -14,7 +14,7 @@ import { testProfile } from "../support/Principals.js"
 // refused attestations, a 2-of-human quorum), as recorded and with one thing changed.
 const fixture = JSON.parse(readFileSync(join(import.meta.dirname, "..", "fixtures", "witnessed-transfer.events.json"), "utf8")) as Array<Record<string, unknown> & { seq: number }>
 const decode = Schema.decodeUnknownSync(HeldEvent)
-const recorded: Array<SequencedEvent> = fixture.map(({ seq, ...e }) => ({ seq, event: decode(e) }))
+const recorded: Array<SequencedEvent> = fixture.map(({ seq, ...e }) => ({ seq, index: 0, event: decode(e) }))
 const heldId = recorded[0]!.event.held_id
 const t0 = recorded[0]!.event.at
 const profile = testProfile({ rules: { money_transfer: { amount_field: "amount", witness_above: 1000, deny_above: 100_000, contract: { rule: { class: "human", count: 2 }, veto: ["compliance"] } } } })
@@ -33,7 +33,7 @@ const check = (checks: ReturnType<typeof audit>, name: CheckName) => checks.find
 const edit = (f: (e: Record<string, unknown>, seq: number) => Record<string, unknown> | null): Array<SequencedEvent> =>
   recorded.flatMap(({ seq, event }) => {
     const out = f(structuredClone(event) as unknown as Record<string, unknown>, seq)
-    return out === null ? [] : [{ seq, event: out as unknown as HeldEvent }]
+    return out === null ? [] : [{ seq, index: 0, event: out as unknown as HeldEvent }]
   })
 const accepted = recorded.filter((e) => e.event.type === "attestation.accepted" && e.event.generation === 2 && e.event.decision === "approve")
 
@@ -127,7 +127,7 @@ describe("pure checks over the recorded witnessed transfer", () => {
       ]
       const i = recorded.indexOf(d)
       // Sequences stay increasing: the inserted events go between the dispatch and the record.
-      return [...recorded.slice(0, i + 1), ...extra.map((event, j) => ({ seq: d.seq + (j + 1) / 10, event })), ...recorded.slice(i + 1)]
+      return [...recorded.slice(0, i + 1), ...extra.map((event, j) => ({ seq: d.seq, index: j + 1, event })), ...recorded.slice(i + 1)]
     }
     const blind = audit(redispatch(false))
     expect(failed(blind)).toEqual(["effect-safety"])
@@ -206,7 +206,7 @@ describe("an event removed or moved leaves a step without its cause -> consisten
     const last = recorded[upTo - 1]!
     const zoe = { ...(accepted[0]!.event as object), witness: "compliance:zoe", class: "compliance", decision: "reject", event_id: "attestation.accepted:zoe" } as unknown as HeldEvent
     const denied = { type: "call.denied", event_id: `call.denied:${heldId}:veto`, held_id: heldId, generation: 2, at: last.event.at, reasons: [{ by: "compliance:zoe", reason: "veto by compliance witness compliance:zoe" }] } as HeldEvent
-    const vetoed = [...recorded.slice(0, upTo), { seq: 100, event: zoe }, { seq: 101, event: denied }]
+    const vetoed = [...recorded.slice(0, upTo), { seq: 100, index: 0, event: zoe }, { seq: 101, index: 0, event: denied }]
     expect(messagesOf(vetoed)).toEqual([])
     expect(messagesOf(vetoed.filter((e) => e.seq !== 100))).toEqual([expect.stringMatching(/^denied in the name of compliance:zoe .* has no valid reject for generation 2/)])
   })

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { NatsConnection } from "@nats-io/transport-node"
-import { jetstreamManager } from "@nats-io/jetstream"
+import { jetstream, jetstreamManager } from "@nats-io/jetstream"
 import { DemoBank } from "../../runtime/executor/DemoBank.js"
 import type { WitnessClient } from "../../runtime/client/Client.js"
 import { startTestNats, type TestNats } from "../support/TestNats.js"
@@ -11,8 +11,6 @@ import { checkOf, copyStream, failedChecks, forgedApproval, readAll, replayAs, t
 import nacl from "tweetnacl"
 import { signEnvelope } from "../../runtime/schema/EnvelopeSignature.js"
 import { callDigest, jcsDigest } from "../../runtime/schema/Canonical.js"
-
-const forger = nacl.sign.keyPair()
 import { Effect } from "effect"
 import { spawnSync } from "node:child_process"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
@@ -24,6 +22,8 @@ import { exportOver } from "../../runtime/audit/Export.js"
 import { verifyExport } from "../../runtime/audit/VerifyExport.js"
 import { repoRoot } from "../../runtime/cli/Paths.js"
 import { Roles } from "../support/TestNats.js"
+
+const forger = nacl.sign.keyPair()
 
 /** Runs `wk ...` as its own process. */
 const wk = (args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
@@ -230,6 +230,37 @@ describe("tampered copies of the stream fail with the right check", () => {
     expect(failedChecks(r)).toEqual(["effect-safety"])
     expect(checkOf(r, "effect-safety").violations[0]!.message).toContain("more than one effect recorded")
   })
+  it("a commit on the subject of one call whose events name another (forged with the kernel's credentials) -> stream", async () => {
+    const a = ids["open"]!
+    const b = ids["allow"]!
+    // An event of B moved into a commit on A's subject, and a whole commit of B re-published on A's subject.
+    const ofB = original.find((m) => m.subject === on(b) && m.body["type"] === "call.adjudicated")!
+    const stream = await copyStream(kernelConn, original, (ms) => [...ms, { subject: on(a), body: ofB.body, commit: "forged-1" }])
+    const prefix = `copy${stream.slice("WK_EVENTS_COPY".length)}.`
+    const commitOfB = { commit_id: "forged-2", held_id: b, events: [ofB.body] }
+    await jetstream(kernelConn).publish(`${prefix}${on(a)}`, new TextEncoder().encode(JSON.stringify(commitOfB)))
+    const r = await replayAs(nats.servers, "kernel", { stream, factsBucket: null })
+    expect(failedChecks(r)).toContain("stream")
+    const messages = checkOf(r, "stream").violations.filter((v) => v.held_id === a).map((v) => v.message)
+    expect(messages).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(new RegExp(`index 0: an event of ${b} is stored on the subject of ${a}`)),
+        `a commit of ${b} is stored on the subject of ${a}`
+      ])
+    )
+  })
+
+  it("one event twice in one commit, or a commit without events -> stream", async () => {
+    const id = ids["approved"]!
+    const att = original.find((m) => m.subject === on(id) && m.body["type"] === "attestation.accepted")!
+    const twice = { subject: on(id), body: att.body, commit: "twice" }
+    const stream = await copyStream(kernelConn, original, (ms) => [...ms, twice, twice])
+    const prefix = `copy${stream.slice("WK_EVENTS_COPY".length)}.`
+    await jetstream(kernelConn).publish(`${prefix}${on(id)}`, new TextEncoder().encode(JSON.stringify({ commit_id: "empty", held_id: id, events: [] })))
+    const r = await replayAs(nats.servers, "kernel", { stream, factsBucket: null })
+    const messages = checkOf(r, "stream").violations.map((v) => v.message)
+    expect(messages).toEqual(expect.arrayContaining([expect.stringMatching(/index 1: repeats event attestation\.accepted:.* of index 0 in the same commit/), expect.stringMatching(/a commit does not decode: .*without events/)]))
+  })
 })
 
 describe("forgeries that remove, move or rewrite what the log says", () => {
@@ -389,6 +420,18 @@ describe("wk audit export", () => {
     const otherKey = structuredClone(received) as unknown as { keys: Record<string, Array<string>> }
     otherKey.keys["user:carol"] = ["A".repeat(43) + "="]
     expect(verifyExport(otherKey).problems.some((p) => p.includes("not among the exported keys"))).toBe(true)
+
+    // Events are addressed (seq, index): an index left out of its commit or repeated is reported,
+    // even with the digest recomputed over the edited events.
+    const readdressed = (edit: (events: Array<{ seq: number; index: number }>) => Array<{ seq: number; index: number }>) => {
+      const d = structuredClone(received) as unknown as { events: Array<{ seq: number; index: number }>; events_digest: string }
+      d.events = edit(d.events)
+      d.events_digest = jcsDigest(d.events)
+      return verifyExport(d).problems
+    }
+    const last = received.events.length - 1
+    expect(readdressed((es) => es.map((e, i) => (i === last ? { ...e, index: e.index + 1 } : e)))).toEqual([expect.stringMatching(/index \d+ comes where index \d+ should/)])
+    expect(readdressed((es) => [...es, es[last]!])).toEqual([expect.stringMatching(/index \d+ repeats/)])
     expect(verifyExport({ format: "something else" }).ok).toBe(false)
   })
 })

@@ -4,7 +4,9 @@ import { signEnvelope } from "../../runtime/schema/EnvelopeSignature.js"
 import { makeSignatureVerifier } from "../../runtime/audit/internal/SignatureVerifier.js"
 
 const enc = new TextEncoder()
-const body = (envelope: unknown) => enc.encode(JSON.stringify({ type: "call.proposed", held_id: "h_x", ...(envelope === undefined ? {} : { envelope }) }))
+const event = (envelope: unknown) => ({ type: "call.proposed", held_id: "h_x", ...(envelope === undefined ? {} : { envelope }) })
+/** A commit of one event, or of `more` events beside it. */
+const body = (envelope: unknown, more: ReadonlyArray<unknown> = []) => enc.encode(JSON.stringify({ commit_id: "c", held_id: "h_x", events: [event(envelope), ...more.map(event)] }))
 const good = signEnvelope({ op: "propose", principal: "agent:alice", args: { n: 1, s: "\u2028é" } }, devKeyPair("agent:alice").secretKey)
 const forged = { ...good, payload: { ...good.payload, args: { n: 2 } } }
 
@@ -33,8 +35,12 @@ describe("SignatureVerifier", () => {
     v.submit(2, enc.encode("{not json"))
     v.submit(3, body({ ...good, key: "AAAA" }))
     v.submit(4, body({ ...good, sig: 5 }))
+    // A commit is answered as a whole: one forged envelope among good ones makes it false.
+    v.submit(5, body(good, [undefined, good]))
+    v.submit(6, body(good, [forged]))
+    v.submit(7, body(undefined, [undefined]))
     await v.finish()
-    expect([1, 2, 3, 4].map((s) => v.verdict(s))).toEqual([true, false, false, false])
+    expect([1, 2, 3, 4, 5, 6, 7].map((s) => v.verdict(s))).toEqual([true, false, false, false, true, false, undefined])
   })
 
   it("with no workers, nothing is answered ahead: every verdict is left to the checks", async () => {

@@ -13,22 +13,35 @@ import { devPublicKey } from "../../runtime/client/DevKeys.js"
 import type { Profile } from "../../runtime/schema/Profile.js"
 import { startupDigest, type TrustRoot } from "../../runtime/audit/TrustRoot.js"
 
-/** One message of the events stream, with its body parsed. */
+/**
+ * One event of the events stream (or one `_policy` / `_archive` record), with its body parsed.
+ * `commit` names the commit an event was stored in: `copyStream` writes consecutive events of
+ * one commit back as one commit, and an event without it as a commit of its own.
+ */
 export interface CopiedMessage {
   subject: string
   body: Record<string, unknown>
+  commit?: string
 }
 
-/** Every message of a stream in order (kernel credentials). */
-export const readAll = async (nc: NatsConnection, stream: string = Streams.events): Promise<Array<CopiedMessage & { seq: number }>> => {
+const HeldPrefix = "wk.v1.events."
+const isRecord = (subject: string) => subject.endsWith("._policy") || subject.endsWith("._archive")
+
+/**
+ * Every event of a stream in order, each at its address (seq, index), and every record (index 0),
+ * read with kernel credentials: commits are split into their events so that tests edit events.
+ */
+export const readAll = async (nc: NatsConnection, stream: string = Streams.events): Promise<Array<CopiedMessage & { seq: number; index: number }>> => {
   const jsm = await jetstreamManager(nc)
   const info = await jsm.streams.info(stream)
-  const out: Array<CopiedMessage & { seq: number }> = []
+  const out: Array<CopiedMessage & { seq: number; index: number }> = []
   if (info.state.messages === 0) return out
   const consumer = await jetstream(nc).consumers.get(stream, { deliver_policy: DeliverPolicy.All })
   const messages = await consumer.consume({ max_messages: 1000 })
   for await (const m of messages) {
-    out.push({ seq: m.seq, subject: m.subject, body: m.json() })
+    const body = m.json<Record<string, unknown>>()
+    if (isRecord(m.subject)) out.push({ seq: m.seq, index: 0, subject: m.subject, body })
+    else (body["events"] as Array<Record<string, unknown>>).forEach((event, index) => out.push({ seq: m.seq, index, subject: m.subject, body: event, commit: String(body["commit_id"]) }))
     if (m.info.pending === 0 || m.seq >= info.state.last_seq) break
   }
   await messages.close()
@@ -40,13 +53,14 @@ let copies = 0
 /**
  * Writes `messages` (after `edit`) into a new stream `WK_EVENTS_COPY<n>` on subjects
  * `copy<n>.wk.v1.events.>`: the same history, renumbered from 1, as an attacker with write
- * access to a stream could leave it. Returns the stream name.
+ * access to a stream could leave it; consecutive events of one commit go back as one commit.
+ * Returns the stream name.
  */
 export const copyStream = async (
   nc: NatsConnection,
   messages: ReadonlyArray<CopiedMessage>,
   edit: (ms: Array<CopiedMessage>) => Array<CopiedMessage> = (ms) => ms,
-  /** The stored text of each body (a forger need not write JSON the way the kernel does). */
+  /** The stored text of each event or record (a forger need not write JSON the way the kernel does). */
   serialize: (m: CopiedMessage) => string = (m) => JSON.stringify(m.body)
 ): Promise<string> => {
   const n = ++copies
@@ -55,8 +69,20 @@ export const copyStream = async (
   const jsm = await jetstreamManager(nc)
   await jsm.streams.add({ name, subjects: [`${prefix}wk.v1.events.>`], storage: StorageType.Memory })
   const js = jetstream(nc)
-  for (const m of edit(messages.map((x) => ({ subject: x.subject, body: structuredClone(x.body) })))) {
-    await js.publish(`${prefix}${m.subject}`, new TextEncoder().encode(serialize(m)))
+  const edited = edit(messages.map((x) => ({ subject: x.subject, body: structuredClone(x.body), ...(x.commit !== undefined ? { commit: x.commit } : {}) })))
+  for (let i = 0; i < edited.length; ) {
+    const m = edited[i]!
+    if (isRecord(m.subject)) {
+      await js.publish(`${prefix}${m.subject}`, new TextEncoder().encode(serialize(m)))
+      i++
+      continue
+    }
+    let j = i + 1
+    while (m.commit !== undefined && j < edited.length && edited[j]!.commit === m.commit && edited[j]!.subject === m.subject) j++
+    const group = edited.slice(i, j)
+    const commitId = m.commit ?? String(m.body["event_id"])
+    await js.publish(`${prefix}${m.subject}`, new TextEncoder().encode(`{"commit_id":${JSON.stringify(commitId)},"held_id":${JSON.stringify(m.subject.slice(HeldPrefix.length))},"events":[${group.map(serialize).join(",")}]}`))
+    i = j
   }
   return name
 }

@@ -3,6 +3,7 @@ import type { NatsConnection } from "@nats-io/transport-node"
 import { evolve } from "../../runtime/heldcall/Reducer.js"
 import { initialFacts } from "../../runtime/heldcall/Facts.js"
 import { HeldEvent } from "../../runtime/schema/Events.js"
+import { ArchiveSubject } from "../../runtime/schema/Archive.js"
 import type { HeldCallFacts } from "../../runtime/schema/Facts.js"
 import { Subjects } from "../../runtime/schema/Subjects.js"
 import { readAll } from "../audit/support.js"
@@ -32,10 +33,10 @@ export interface StreamOutcomes {
 export const readOutcomes = async (nc: NatsConnection): Promise<StreamOutcomes> => {
   const facts = new Map<string, { f: HeldCallFacts; endings: number; failClosed: boolean; endedAt: number | null }>()
   for (const m of await readAll(nc)) {
-    if (m.subject === Subjects.policyEvents) continue
+    if (m.subject === Subjects.policyEvents || m.subject === ArchiveSubject) continue
     const event = decodeEvent(m.body)
     const cur = facts.get(event.held_id) ?? { f: initialFacts(event.held_id), endings: 0, failClosed: false, endedAt: null }
-    const next = evolve(cur.f, { seq: m.seq, event })
+    const next = evolve(cur.f, { seq: m.seq, index: m.index, event })
     const ended = cur.f.lifecycle === "open" && next.lifecycle !== "open"
     const changedEnd = cur.f.lifecycle !== "open" && next.lifecycle !== cur.f.lifecycle
     const fault = event.type === "call.adjudicated" && event.decisions.some((d) => typeof (d.output as { fault?: unknown } | null)?.fault === "string")

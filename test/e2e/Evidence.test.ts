@@ -53,9 +53,11 @@ const bindingOf = (h: Held) => ({ held_id: h.held_id, generation: h.generation, 
 const facts = async (id: string) => (await alice.get(id)).held as Record<string, unknown>
 const lifecycle = async (id: string) => (await facts(id))["lifecycle"]
 const runs = (h: Held) => echo.invocations.get(`${h.held_id}:g${h.generation}`) ?? 0
-/** The stream sequence of the first event of a type on a call. */
-const seqOf = async (id: string, type: string, match: (e: Record<string, unknown>) => boolean = () => true) =>
-  (await eventsOf(kernelConn, id)).find((e) => e.type === type && match(e as unknown as Record<string, unknown>))?.seq
+/** Where the first event of a type is in a call's history, in address order (seq, index); undefined when absent. */
+const seqOf = async (id: string, type: string, match: (e: Record<string, unknown>) => boolean = () => true) => {
+  const at = (await eventsOf(kernelConn, id)).findIndex((e) => e.type === type && match(e as unknown as Record<string, unknown>))
+  return at < 0 ? undefined : at
+}
 /** Watches a condition that must not become true for `ms` (the kernel drives a call within milliseconds of an attestation). */
 const stays = async (what: string, bad: () => Promise<boolean>, ms = 1500) => {
   const until = Date.now() + ms

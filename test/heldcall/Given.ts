@@ -160,7 +160,7 @@ export const epochChanged = (policyEpoch: number): EventOf<"policy.epoch_changed
 })
 
 /** Gives events consecutive stream sequences from `from`. */
-export const sequenced = (events: ReadonlyArray<HeldEvent>, from = 1): Array<SequencedEvent> => events.map((event, i) => ({ seq: from + i, event }))
+export const sequenced = (events: ReadonlyArray<HeldEvent>, from = 1): Array<SequencedEvent> => events.map((event, i) => ({ seq: from + i, index: 0, event }))
 
 /** given(events): the facts after folding them in order. */
 export const given = (...events: ReadonlyArray<HeldEvent>): HeldCallFacts => reduce(HeldId, sequenced(events))

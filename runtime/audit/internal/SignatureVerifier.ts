@@ -1,16 +1,16 @@
 import { availableParallelism } from "node:os"
 import { Worker } from "node:worker_threads"
 
-/** Verifies envelope signatures of raw event messages on worker threads while the replay reads. */
+/** Verifies envelope signatures of raw commit messages on worker threads while the replay reads. */
 export interface SignatureVerifier {
-  /** Queues the message at `seq` (its body may carry an `envelope`; one without is answered "none"). */
+  /** Queues the commit at `seq` (its events may carry an `envelope`; a commit without any is answered "none"). */
   readonly submit: (seq: number, data: Uint8Array) => void
   /** Sends the batch being filled (the end of a read). */
   readonly flush: () => void
   /**
-   * The verdict on the envelope at `seq`: true or false once a worker answered, undefined when
-   * no worker did (not submitted, no envelope found, a worker failed, no pool): the checks then
-   * verify that envelope themselves.
+   * The verdict on the envelopes of the commit at `seq`: true (every one verifies) or false (one
+   * does not) once a worker answered, undefined when no worker did (not submitted, no envelope
+   * found, a worker failed, no pool): the checks then verify those envelopes themselves.
    */
   readonly verdict: (seq: number) => boolean | undefined
   /** False while a worker still owes the answer for `seq`. */

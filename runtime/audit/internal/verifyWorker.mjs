@@ -1,6 +1,7 @@
-// Signature verification off the main thread for audit replay: receives batches of raw event
+// Signature verification off the main thread for audit replay: receives batches of raw commit
 // messages (bodies back to back in one buffer, `ends[i]` where body i ends), answers one byte per
-// message: 1 verifies, 0 does not, 2 the body has no envelope. Same rule as verifySignature in
+// message: 1 every envelope of the commit's events verifies, 0 one does not (or the body is not a
+// commit), 2 no event of the commit has an envelope. Same rule as verifySignature in
 // runtime/protocol/Authenticate.ts: ed25519 over the JCS (RFC 8785) bytes of envelope.payload.
 import { parentPort } from "node:worker_threads"
 import { createPublicKey, verify } from "node:crypto"
@@ -26,16 +27,25 @@ const keyOf = (b64) => {
   return k
 }
 
+const verifies = (env) => {
+  if (typeof env !== "object" || env === null || typeof env.key !== "string" || typeof env.sig !== "string") return false
+  const key = keyOf(env.key)
+  const sig = Buffer.from(env.sig, "base64")
+  if (key === null || sig.length !== 64) return false
+  return verify(null, encoder.encode(jcs(env.payload)), key, sig)
+}
+
 const verdict = (data) => {
   try {
     const body = JSON.parse(text.decode(data))
-    if (typeof body !== "object" || body === null || !("envelope" in body) || body.envelope === undefined) return 2
-    const env = body.envelope
-    if (typeof env !== "object" || env === null || typeof env.key !== "string" || typeof env.sig !== "string") return 0
-    const key = keyOf(env.key)
-    const sig = Buffer.from(env.sig, "base64")
-    if (key === null || sig.length !== 64) return 0
-    return verify(null, encoder.encode(jcs(env.payload)), key, sig) ? 1 : 0
+    if (typeof body !== "object" || body === null || !Array.isArray(body.events)) return 0
+    let any = false
+    for (const event of body.events) {
+      if (typeof event !== "object" || event === null || !("envelope" in event) || event.envelope === undefined) continue
+      any = true
+      if (!verifies(event.envelope)) return 0
+    }
+    return any ? 1 : 2
   } catch {
     return 0
   }

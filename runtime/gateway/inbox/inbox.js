@@ -300,7 +300,7 @@
           const data = /^data: (.*)$/m.exec(block)?.[1]
           if (type !== "held-event" || data === undefined) continue
           const e = JSON.parse(data)
-          if (events.some((x) => x.seq === e.seq)) continue
+          if (events.some((x) => x.seq === e.seq && x.index === e.index)) continue
           events.push(e)
           $("timeline").innerHTML = drawTimeline(events)
           facts = facts.then(() => refreshFacts(heldId)).catch(() => undefined)

@@ -36,13 +36,15 @@ export const makeMemoryHeldCallStore = Effect.sync(() => {
         return Effect.fail(new AppendConflict({ heldId, expected: loaded.facts.last_seq }))
       }
       const log = logs.get(heldId) ?? []
+      // One append is one commit: one sequence, each event at its index.
+      const seq = ++lastSeq
       let next = current
-      for (const event of events) {
-        const sequenced = { seq: ++lastSeq, event }
+      events.forEach((event, index) => {
+        const sequenced = { seq, index, event }
         next = evolve(next, sequenced)
         log.push(sequenced)
         seen.add(event.event_id)
-      }
+      })
       logs.set(heldId, log)
       ids.set(heldId, seen)
       facts.set(heldId, next)
