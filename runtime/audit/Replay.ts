@@ -6,7 +6,7 @@ import type { SequencedEvent } from "../schema/Events.js"
 import { HeldCallFacts } from "../schema/Facts.js"
 import { PolicyApplied } from "../schema/PolicyApplied.js"
 import { Buckets, Streams } from "../schema/Subjects.js"
-import { auditError, type AuditError } from "./AuditError.js"
+import { auditError, AuditError } from "./AuditError.js"
 import { auditCall, auditTally, skipped, tally, type AuditedCall } from "./Audit.js"
 import type { AuditReport, CheckResult, ProjectionSummary, Violation } from "./AuditReport.js"
 import { makePinnedWasmLoader } from "./PluginObjects.js"
@@ -16,7 +16,7 @@ import { readOrdered, readSubject, streamLayout, type RawMessage, type ReadProgr
 import { compareProjection, rerunPlugins, type CheckContext } from "./checks/index.js"
 import { readDeliveries } from "./Deliveries.js"
 import { readArchives } from "./Archives.js"
-import { PluginBucket } from "../plugins/PluginStore.js"
+import { PluginBucket } from "../ledger/PluginStore.js"
 import type { HeldEvent } from "../schema/Events.js"
 import { recordPlacement } from "./RecordPlacement.js"
 import type { TrustRoot } from "./TrustRoot.js"
@@ -143,6 +143,9 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
       if ("fromSeq" in selection && selection.fromSeq < layout.firstSeq && unarchived(Math.max(1, selection.fromSeq), layout.firstSeq).length > 0) fail("", [], `the selection starts at ${selection.fromSeq}, but ${stream} begins at ${layout.firstSeq} (earlier messages were purged)`)
     }
     verifier.flush()
+    if ("held" in selection && calls.size === 0 && !archived.byHeld.has(selection.held)) {
+      return yield* new AuditError({ operation: "select", message: `no such held call: ${selection.held} has no events in ${stream} or its archives` })
+    }
 
     // Calls the range touched are folded from their first event.
     let backfilled = 0

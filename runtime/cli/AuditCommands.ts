@@ -22,6 +22,33 @@ const natsOf = (o: { user: Option.Option<string>; pass: Option.Option<string> })
   return { ...fromUrl, user: Option.getOrElse(o.user, () => fromUrl.user ?? "auditor"), pass: Option.getOrElse(o.pass, () => fromUrl.pass ?? "auditor-dev") }
 }
 
+/**
+ * A replay or export stopped by a signal has no verdict: it says so on stderr and exits with
+ * 128 + the signal's number, never 0 (the runtime ends an interrupted program with 0).
+ */
+const noVerdictOnSignal = <A, E, R>(what: string, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.suspend(() => {
+    let signal: "SIGTERM" | "SIGINT" | undefined
+    const onTerm = () => void (signal = "SIGTERM")
+    const onInt = () => void (signal = "SIGINT")
+    process.once("SIGTERM", onTerm)
+    process.once("SIGINT", onInt)
+    return effect.pipe(
+      Effect.onInterrupt(() =>
+        Effect.sync(() => {
+          process.stderr.write(`wk audit ${what}: interrupted${signal !== undefined ? ` by ${signal}` : ""} before it finished: no verdict\n`)
+          process.exit(signal === "SIGINT" ? 130 : 143)
+        })
+      ),
+      Effect.ensuring(
+        Effect.sync(() => {
+          process.removeListener("SIGTERM", onTerm)
+          process.removeListener("SIGINT", onInt)
+        })
+      )
+    )
+  })
+
 /** `wk audit replay`: re-derives and checks every decision from the log; exit code 1 on any violation. */
 const replayCommand = Command.make(
   "replay",
@@ -52,7 +79,7 @@ const replayCommand = Command.make(
         if (Number.isNaN(t.getTime())) return yield* Effect.fail(new Error(`--since is not a time: ${o.since.value}`))
         selection = { since: t }
       }
-      const report = yield* replayOver(natsOf(o), {
+      const report = yield* noVerdictOnSignal("replay", replayOver(natsOf(o), {
         stream: o.stream,
         selection,
         factsBucket: o.noProjection ? null : o.factsBucket,
@@ -61,7 +88,7 @@ const replayCommand = Command.make(
         pluginBucket: o.pluginBucket,
         ...(trust !== undefined ? { trust } : {}),
         ...(o.quiet ? {} : { onProgress: (p) => process.stderr.write(`${formatProgress(p)}\n`) })
-      })
+      }))
       yield* Console.log(o.json ? JSON.stringify(report, null, 2) : formatReport(report))
       // Unanchored: said on stderr too, so a script reading only the exit code and --json still sees it.
       if (report.anchored !== true) process.stderr.write(`wk audit: ${report.anchor ?? "UNANCHORED"}${o.strict ? " (--strict: failing)" : ""}\n`)
@@ -79,7 +106,7 @@ const exportCommand = Command.make(
   },
   (o) =>
     Effect.gen(function* () {
-      const doc = yield* exportOver(natsOf(o), { held: o.held, stream: o.stream })
+      const doc = yield* noVerdictOnSignal("export", exportOver(natsOf(o), { held: o.held, stream: o.stream }))
       const text = JSON.stringify(doc, null, 2)
       if (Option.isSome(o.out)) writeFileSync(o.out.value, text)
       else yield* Console.log(text)

@@ -179,7 +179,11 @@ export const makeNats = (opts: NatsOptions) =>
       try: async () => {
         const inbox = inboxOptionOf(opts.user)
         const nc = await connect({ servers: opts.servers, user: opts.user, pass: opts.pass, name: opts.name ?? "wk-kernel", maxReconnectAttempts: -1, noAsyncTraces: true, ...inbox })
-        const jsm = await jetstreamManager(nc)
+        // A server without JetStream refuses here: close the connection, or it keeps the process alive.
+        const jsm = await jetstreamManager(nc).catch(async (e: unknown) => {
+          await nc.close().catch(() => undefined)
+          throw e
+        })
         const kvm = new Kvm(nc)
         const opened = new Map<string, Promise<KV>>()
         const kv = (bucket: string): Promise<KV> => {

@@ -36,6 +36,9 @@ export const streamConfigs = (replicas = 1, retention: RetentionConfig = Default
     ...streamLimits(retention)[Streams.events],
     duplicate_window: TwoMinutesNs,
     allow_direct: true,
+    // No single event can be deleted, by any user, and no update can take this back. Archiving
+    // purges archived calls by subject (so deny_purge stays off).
+    deny_delete: true,
     num_replicas: replicas
   },
   {
@@ -75,7 +78,9 @@ export const provision = (replicas = 1, retention: RetentionConfig = DefaultRete
           const limits = (streamLimits(retention) as Record<string, { max_bytes: number; max_age: number; discard: DiscardPolicy }>)[cfg.name]
           if (limits === undefined) return
           const c = info.config
-          if (c.max_bytes !== limits.max_bytes || c.max_age !== limits.max_age || c.discard !== limits.discard) await jsm.streams.update(cfg.name, { ...c, ...limits })
+          // A stream made before deny_delete was provisioned gets it (it can be added, never removed).
+          const denyDelete = cfg.deny_delete === true && c.deny_delete !== true ? { deny_delete: true } : {}
+          if (c.max_bytes !== limits.max_bytes || c.max_age !== limits.max_age || c.discard !== limits.discard || "deny_delete" in denyDelete) await jsm.streams.update(cfg.name, { ...c, ...limits, ...denyDelete })
         },
         catch: (cause) => new LedgerError({ operation: `provision stream ${cfg.name}`, message: String(cause), cause })
       })

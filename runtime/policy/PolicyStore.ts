@@ -1,32 +1,13 @@
-import { Context, Effect, Layer, Ref, Schema } from "effect"
-import { Nats } from "../ledger/Nats.js"
-import { LedgerError, isWrongLastSequence } from "../ledger/LedgerError.js"
-import { jcsDigest } from "../schema/Canonical.js"
-import { Profile } from "../schema/Profile.js"
-import { policyAppliedId, type AppliedBy, type PolicyApplied } from "../schema/PolicyApplied.js"
-import { Buckets, Streams, Subjects } from "../schema/Subjects.js"
-import { activePolicy, type ActivePolicy } from "./ActivePolicy.js"
+import { Context, type Effect } from "effect"
+import type { LedgerError } from "../ledger/LedgerError.js"
+import type { Profile } from "../schema/Profile.js"
+import type { AppliedBy } from "../schema/PolicyApplied.js"
+import type { ActivePolicy } from "./ActivePolicy.js"
 
-/** What the policy bucket holds under `active`: the epoch and the profile documents in force. */
-const StoredPolicy = Schema.Struct({
-  epoch: Schema.Int,
-  profiles: Schema.Array(Profile),
-  /** Digest of the profile files last applied at start-up (files changed -> new epoch). */
-  source_digest: Schema.String,
-  /**
-   * The signed `policy.apply` envelopes applied while they are unexpired, by principal and nonce,
-   * with the epoch each made: the same envelope again is a duplicate. Written with the profiles,
-   * so an apply and its nonce are recorded together or not at all.
-   */
-  applies: Schema.optional(Schema.Array(Schema.Struct({ principal: Schema.String, nonce: Schema.String, epoch: Schema.Int, expires_at: Schema.String })))
-})
-type StoredPolicy = typeof StoredPolicy.Type
-
-const Key = "active"
-const decode = Schema.decodeUnknownSync(StoredPolicy)
-const encode = (p: StoredPolicy) => new TextEncoder().encode(JSON.stringify(p))
-
-/** The policy in force, shared by every kernel process through the `wk_policy` bucket. */
+/**
+ * The policy in force, shared by every kernel process through the `wk_policy` bucket
+ * (runtime/ledger/NatsPolicyStore.ts; in memory: MemoryPolicyStore.ts).
+ */
 export class PolicyStore extends Context.Tag("wk/PolicyStore")<
   PolicyStore,
   {
@@ -47,116 +28,3 @@ export class PolicyStore extends Context.Tag("wk/PolicyStore")<
     ) => Effect.Effect<{ readonly policy: ActivePolicy; readonly duplicate?: number }, LedgerError>
   }
 >() {}
-
-/**
- * Loads the policy, seeding the bucket from `fileProfiles` when it is empty or when the files
- * changed since they were last applied; a policy applied over NATS otherwise survives restarts.
- */
-export const makePolicyStore = (fileProfiles: ReadonlyArray<Profile>) =>
-  Effect.gen(function* () {
-    const nats = yield* Nats
-    const sourceDigest = jcsDigest(fileProfiles)
-    const kv = yield* Effect.tryPromise({
-      try: () => nats.kv(Buckets.policy),
-      catch: (cause) => new LedgerError({ operation: "open policy bucket", message: String(cause), cause })
-    })
-    const read = Effect.tryPromise({
-      try: async () => {
-        const e = await kv.get(Key)
-        return e === null || e.operation !== "PUT" ? null : { stored: decode(e.json()), revision: e.revision }
-      },
-      catch: (cause) => new LedgerError({ operation: "read policy", message: String(cause), cause })
-    })
-    const write = (next: (prev: StoredPolicy | null) => StoredPolicy | null) =>
-      Effect.tryPromise({
-        try: async (): Promise<StoredPolicy> => {
-          for (;;) {
-            const e = await kv.get(Key)
-            const prev = e === null || e.operation !== "PUT" ? null : decode(e.json())
-            const value = next(prev)
-            if (value === null) return prev!
-            try {
-              if (e === null || e.operation !== "PUT") await kv.create(Key, encode(value))
-              else await kv.update(Key, encode(value), e.revision)
-              return value
-            } catch (err) {
-              if (!isWrongLastSequence(err)) throw err
-            }
-          }
-        },
-        catch: (cause) => new LedgerError({ operation: "write policy", message: String(cause), cause })
-      })
-
-    // The registry's history for auditors: one `policy.applied` record per epoch, after its KV write.
-    const recordApplied = (s: StoredPolicy, onlyIfMissing: boolean, appliedBy?: AppliedBy) =>
-      Effect.tryPromise({
-        try: async () => {
-          if (onlyIfMissing) {
-            const last = await nats.jsm.direct.getMessage(Streams.events, { last_by_subj: Subjects.policyEvents })
-            if (last !== null && Number((last.json() as { epoch?: unknown }).epoch ?? 0) >= s.epoch) return
-          }
-          const record: PolicyApplied = { type: "policy.applied", event_id: policyAppliedId(s.epoch), epoch: s.epoch, profiles: s.profiles, at: new Date().toISOString(), ...(appliedBy !== undefined ? { applied_by: appliedBy } : {}) }
-          await nats.js.publish(Subjects.policyEvents, new TextEncoder().encode(JSON.stringify(record)), { msgID: record.event_id })
-        },
-        catch: (cause) => new LedgerError({ operation: "record policy.applied", message: String(cause), cause })
-      })
-
-    const seeded = yield* write((prev) =>
-      prev === null
-        ? { epoch: 1, profiles: fileProfiles, source_digest: sourceDigest }
-        : prev.source_digest === sourceDigest
-          ? null
-          : { epoch: prev.epoch + 1, profiles: fileProfiles, source_digest: sourceDigest }
-    )
-    yield* recordApplied(seeded, true)
-    const ref = yield* Ref.make(activePolicy(seeded.epoch, seeded.profiles))
-    const set = (s: StoredPolicy) =>
-      Ref.updateAndGet(ref, (cur) => (s.epoch > cur.epoch ? activePolicy(s.epoch, s.profiles) : cur))
-
-    // Follow changes made by other processes.
-    const watcher = yield* Effect.tryPromise({
-      try: () => kv.watch({ key: Key }),
-      catch: (cause) => new LedgerError({ operation: "watch policy", message: String(cause), cause })
-    })
-    const runtime = yield* Effect.runtime<never>()
-    void (async () => {
-      for await (const e of watcher) {
-        if (e.operation !== "PUT") continue
-        try {
-          await Effect.runPromise(Effect.provide(set(decode(e.json())), runtime.context))
-        } catch {
-          // A document that does not decode is ignored; the previous policy stays in force.
-        }
-      }
-    })()
-    yield* Effect.addFinalizer(() => Effect.sync(() => watcher.stop()))
-
-    return PolicyStore.of({
-      current: Ref.get(ref),
-      refresh: Effect.flatMap(read, (r) => (r === null ? Ref.get(ref) : set(r.stored))),
-      apply: (profiles, appliedBy) =>
-        Effect.flatMap(
-          write((prev) => ({ epoch: (prev?.epoch ?? 0) + 1, profiles, source_digest: prev?.source_digest ?? sourceDigest, ...(prev?.applies ? { applies: prev.applies } : {}) })),
-          (s) => Effect.zipRight(recordApplied(s, false, appliedBy), set(s))
-        ),
-      applyOnce: (profiles, env, appliedBy) =>
-        Effect.gen(function* () {
-          let duplicate: number | undefined
-          const s = yield* write((prev) => {
-            const now = Date.now()
-            const seen = (prev?.applies ?? []).find((a) => a.principal === env.principal && a.nonce === env.nonce)
-            duplicate = seen?.epoch
-            if (seen !== undefined) return null
-            const epoch = (prev?.epoch ?? 0) + 1
-            // Expired envelopes are refused anyway: their nonces need not be kept.
-            const applies = [...(prev?.applies ?? []).filter((a) => Date.parse(a.expires_at) > now), { principal: env.principal, nonce: env.nonce, epoch, expires_at: env.expires_at }]
-            return { epoch, profiles, source_digest: prev?.source_digest ?? sourceDigest, applies }
-          })
-          if (duplicate !== undefined) return { policy: yield* set(s), duplicate }
-          yield* recordApplied(s, false, appliedBy)
-          return { policy: yield* set(s) }
-        })
-    })
-  })
-
-export const layerPolicyStore = (fileProfiles: ReadonlyArray<Profile>) => Layer.scoped(PolicyStore, makePolicyStore(fileProfiles))

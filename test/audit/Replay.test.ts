@@ -13,6 +13,7 @@ import { signEnvelope } from "../../runtime/schema/EnvelopeSignature.js"
 import { callDigest } from "../../runtime/schema/Canonical.js"
 import { Effect } from "effect"
 import { spawnSync } from "node:child_process"
+import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { exportOver } from "../../runtime/audit/Export.js"
 import { verifyExport } from "../../runtime/audit/VerifyExport.js"
@@ -402,6 +403,31 @@ describe("the wk audit CLI", () => {
     const bad = wk(["audit", "replay", "--server", server, "--user", "kernel", "--pass", "kernel-dev", "--stream", stream, "--no-projection", "--quiet"])
     expect(bad.stdout).toContain("FAIL effect-safety")
     expect(bad.status).toBe(1)
+  })
+
+  it("an unknown --held is an error naming it, not an OK", () => {
+    const r = wk(["audit", "replay", "--server", `nats://${nats.servers}`, "--held", "h_0000000000000000000000000000dead", "--quiet"])
+    expect(r.stderr).toContain("no such held call: h_0000000000000000000000000000dead")
+    expect(r.stdout).not.toContain("OK")
+    expect(r.status).not.toBe(0)
+  })
+
+  it("--trust anchors the replay; without it the summary and stderr say UNANCHORED, and --strict fails", () => {
+    const server = `nats://${nats.servers}`
+    const file = join(nats.storeDir, "trust.json")
+    writeFileSync(file, JSON.stringify(trustRootFor([profile])))
+    const anchored = wk(["audit", "replay", "--server", server, "--trust", file, "--no-projection", "--quiet"])
+    expect(anchored.stdout).toContain("anchored by: trust root: 2 admin(s)")
+    expect(anchored.stderr).not.toContain("UNANCHORED")
+    expect(anchored.status).toBe(0)
+    const strict = wk(["audit", "replay", "--server", server, "--strict", "--no-projection", "--quiet"])
+    expect(strict.stdout).toContain("OK: no violations")
+    expect(strict.stderr).toContain("wk audit: UNANCHORED: no trust root given")
+    expect(strict.status).toBe(1)
+    writeFileSync(file, JSON.stringify({ format: "wk.trust/1" }))
+    const bad = wk(["audit", "replay", "--server", server, "--trust", file, "--quiet"])
+    expect(bad.stderr).toContain(`read ${file}`)
+    expect(bad.status).not.toBe(0)
   })
 
   it("export writes a document that verify accepts", () => {

@@ -32,6 +32,8 @@ export interface Backend {
    * `TestClock` (and `Date`) in steps; NATS waits in real time.
    */
   readonly eventually: <A, E, R>(probe: Effect.Effect<A | undefined, E, R>, budgetMs: number) => Effect.Effect<A, E | Error, R>
+  /** The agent of a session connects (its presence can be probed); the effect it returns disconnects it. */
+  readonly connectSession: (sessionId: string) => Effect.Effect<Effect.Effect<void>, unknown, Scope.Scope>
 }
 
 

@@ -17,6 +17,23 @@ export class FakeTool {
   loseReplies = 0
   /** Invokes to leave unanswered without applying anything (the dispatcher is meant to die meanwhile). */
   hangInvokes = 0
+  private isDown = false
+  private readonly downWatchers: Array<(down: boolean) => void> = []
+  /** Down: no tool service answers (invoke and read-back reach no one). */
+  get down(): boolean {
+    return this.isDown
+  }
+  set down(down: boolean) {
+    if (down === this.isDown) return
+    this.isDown = down
+    this.downWatchers.forEach((w) => w(down))
+  }
+  /** Tells a backend that serves the tool when it goes down or comes back. */
+  onDownChange(watch: (down: boolean) => void): void {
+    this.downWatchers.push(watch)
+  }
+  /** Goes down right after the next reply it loses. */
+  downAfterLostReply = false
 
   constructor(readonly name: string, readonly hasReadback = true) {}
 
@@ -35,6 +52,7 @@ export class FakeTool {
     const reply: InvokeReply = { ok: true, result: this.applied.get(idempotencyKey)! }
     if (this.loseReplies > 0) {
       this.loseReplies--
+      if (this.downAfterLostReply) this.down = true
       return "lost"
     }
     return { reply }

@@ -6,7 +6,9 @@ import { HeldIds } from "../../runtime/protocol/HeldIds.js"
 import { propose } from "../../runtime/protocol/Propose.js"
 import { attest } from "../../runtime/protocol/Attest.js"
 import { runController } from "../../runtime/loops/Controller.js"
-import { canonicalCall, quiescent } from "../../runtime/heldcall/Facts.js"
+import { presencePass } from "../../runtime/loops/PresenceWatch.js"
+import { canonicalCall, initialFacts, quiescent } from "../../runtime/heldcall/Facts.js"
+import { callDigest } from "../../runtime/schema/Canonical.js"
 import { signEnvelope } from "../../runtime/schema/EnvelopeSignature.js"
 import { devKeyPair } from "../../runtime/client/DevKeys.js"
 import type { HeldCallFacts } from "../../runtime/schema/Facts.js"
@@ -80,6 +82,42 @@ export const loopSuite = (b: Backend) => {
       Effect.tapError(() => Effect.map(factsOf(heldId), (f) => console.error(`${heldId} did not settle:`, JSON.stringify(f, null, 1))))
     )
 
+  b.test("the store appends only on the call's last sequence, and an event id once", {}, Effect.gen(function* () {
+    const store = yield* HeldCallStore
+    const heldId = `h_${randomBytes(16).toString("hex")}`
+    const proposed = (generation: number) => ({
+      type: "call.proposed" as const,
+      event_id: `call.proposed:${heldId}:g${generation}`,
+      held_id: heldId,
+      generation,
+      at: new Date(Date.now()).toISOString(),
+      principal: "agent:alice",
+      session_id: Session,
+      turn_id: "t1",
+      call_id: `c${generation}`,
+      tool: Tools.allow,
+      args: { n: generation },
+      call_digest: callDigest(Tools.allow, { n: generation }),
+      idempotency_key: `${heldId}:g${generation}`,
+      created_at: new Date(Date.now()).toISOString(),
+      expires_at: new Date(Date.now() + 60_000).toISOString()
+    })
+    expect(yield* store.load(heldId)).toBeNull()
+    const empty = { facts: initialFacts(heldId), revision: 0 }
+    const first = yield* store.append(empty, [proposed(1)])
+    expect(first.facts.generation).toBe(1)
+    // A writer whose view is behind (it read before the first append) conflicts.
+    const stale = yield* Effect.flip(store.append(empty, [proposed(2)]))
+    expect(stale._tag).toBe("AppendConflict")
+    // The same cause appended again is stored once: the repeat is a conflict, the facts unchanged.
+    const again = yield* Effect.flip(store.append(first, [proposed(1)]))
+    expect(again._tag).toBe("AppendConflict")
+    const loaded = (yield* store.load(heldId, "fresh"))!
+    expect(loaded.facts.last_seq).toBe(first.facts.last_seq)
+    expect(loaded.facts.seen).toEqual([`call.proposed:${heldId}:g1`])
+    expect((yield* store.replay(heldId))?.last_seq).toBe(first.facts.last_seq)
+  }))
+
   b.test("an ALLOW call commits and executes once", {}, Effect.gen(function* () {
     const tool = new FakeTool(Tools.allow)
     yield* b.serve(tool)
@@ -93,6 +131,8 @@ export const loopSuite = (b: Backend) => {
     expect(f.dispatch_attempts).toBe(1)
     expect(tool.invocations).toBe(1)
     expect(tool.effects).toBe(1)
+    // Folding the call's events again gives the same facts.
+    expect(yield* Effect.flatMap(HeldCallStore, (s) => s.replay(f.held_id))).toEqual(f)
   }))
 
   let paused = false
@@ -122,6 +162,23 @@ export const loopSuite = (b: Backend) => {
     expect(f.delivery_attempts).toBeGreaterThanOrEqual(1)
   }))
 
+  b.test("a parked call proposed with cancel_on_disconnect is cancelled once its session is gone", {}, Effect.gen(function* () {
+    const tool = new FakeTool(Tools.held)
+    yield* b.serve(tool)
+    yield* runController()
+    const disconnect = yield* b.connectSession(Session)
+    const reply = (yield* propose(proposal(tool.name, { cancel_on_disconnect: true }))) as { status: number }
+    expect(reply.status).toBe(202)
+    const heldId = heldIdOf(reply)
+    yield* presencePass
+    expect((yield* factsOf(heldId))?.lifecycle).toBe("open")
+    yield* disconnect
+    yield* presencePass
+    const f = yield* settledCall(heldId, 5_000)
+    expect(f.outcome).toBe("cancelled")
+    expect(tool.invocations).toBe(0)
+  }))
+
   b.test("a lost tool reply goes to read-back and settles with one effect", {}, Effect.gen(function* () {
     const tool = new FakeTool(Tools.lost)
     tool.loseReplies = 1
@@ -136,6 +193,26 @@ export const loopSuite = (b: Backend) => {
     expect(tool.effects).toBe(1)
     expect(tool.invocations).toBe(1)
     expect(f.delivery_attempts).toBeGreaterThanOrEqual(1)
+  }))
+
+  b.test("a lost reply, then the tool down at read-back: read-back is asked again with backoff until it is back; one effect", {}, Effect.gen(function* () {
+    const tool = new FakeTool(Tools.lost)
+    tool.loseReplies = 1
+    tool.downAfterLostReply = true
+    yield* b.serve(tool)
+    yield* runController()
+    const heldId = heldIdOf(yield* propose(proposal(tool.name, { wait: { mode: "background" } })))
+    const waiting = yield* b.eventually(Effect.map(factsOf(heldId), (f) => (f !== null && (f.readback_unreached?.attempts ?? 0) >= 2 ? f : undefined)), 15_000)
+    expect(waiting).toMatchObject({ execution: "outcome-unknown", needs_witness: false })
+    tool.down = false
+    const f = yield* settledCall(heldId, 60_000)
+    expect(f.outcome).toBe("completed")
+    expect(f.needs_witness).toBe(false)
+    expect(seenPrefix(f, "effect.readback_unreached")).toBeGreaterThanOrEqual(2)
+    expect(seenPrefix(f, "effect.readback")).toBe(1)
+    expect(f.effect?.ok).toBe(true)
+    expect(tool.effects).toBe(1)
+    expect(tool.invocations).toBe(1)
   }))
 
   b.test("no responders: retried with backoff until the call expires, no effect", {}, Effect.gen(function* () {

@@ -3,7 +3,8 @@ import { it } from "@effect/vitest"
 import { type Context, Effect, Layer, TestClock } from "effect"
 import { layerMemoryLedger } from "../../runtime/ledger/memory/MemoryLedger.js"
 import { MemoryTools } from "../../runtime/ledger/memory/MemoryToolClient.js"
-import { ToolUnanswered } from "../../runtime/ledger/ToolClient.js"
+import { MemoryPresence } from "../../runtime/ledger/memory/MemoryPresenceMarks.js"
+import { NoResponders, ToolUnanswered, type InvokeReply } from "../../runtime/ledger/ToolClient.js"
 import { layerMemoryPolicyStore } from "../../runtime/policy/MemoryPolicyStore.js"
 import { layerLoops, layerNoNats, type Backend } from "./Backend.js"
 import { loopProfiles, loopSuite } from "./LoopSuite.js"
@@ -24,8 +25,9 @@ const advance = (ms: number) => Effect.zipRight(Effect.sync(() => vi.setSystemTi
 /** Lets forked fibers and promise chains run (no kernel time passes). */
 const turns = Effect.promise(() => new Promise<void>((r) => setImmediate(r))).pipe(Effect.repeatN(3))
 
-// The running test's tool table.
+// The running test's tool table and sessions.
 let tools: Context.Tag.Service<typeof MemoryTools>
+let presence: Context.Tag.Service<typeof MemoryPresence>
 
 const memory: Backend = {
   name: "memory",
@@ -35,6 +37,7 @@ const memory: Backend = {
         yield* TestClock.setTime(Origin)
         yield* Effect.gen(function* () {
           tools = yield* MemoryTools
+          presence = yield* MemoryPresence
           yield* Effect.scoped(body)
         }).pipe(
           Effect.provide(layerLoops(Layer.mergeAll(layerMemoryLedger, layerMemoryPolicyStore(loopProfiles), layerNoNats), { executorPaused: config.executorPaused ?? (() => false) }))
@@ -45,11 +48,12 @@ const memory: Backend = {
     Effect.sync(() =>
       tools.serve(tool.name, {
         invoke: (req) =>
-          Effect.suspend(() => {
+          Effect.suspend((): Effect.Effect<InvokeReply, ToolUnanswered | NoResponders> => {
+            if (tool.down) return Effect.fail(new NoResponders({ tool: tool.name }))
             const turn = tool.invoke(req.idempotencyKey, req.args)
             return turn === "hang" ? Effect.never : turn === "lost" ? Effect.fail(new ToolUnanswered({ tool: tool.name, reason: "the reply was lost" })) : Effect.succeed(turn.reply)
           }),
-        ...(tool.hasReadback ? { readback: (key: string) => Effect.sync(() => tool.readback(key)) } : {})
+        ...(tool.hasReadback ? { readback: (key: string) => (tool.down ? Effect.fail(new NoResponders({ tool: tool.name })) : Effect.sync(() => tool.readback(key))) } : {})
       })
     ),
   eventually: (probe, budgetMs) =>
@@ -61,6 +65,11 @@ const memory: Backend = {
         if (t >= budgetMs) return yield* Effect.fail(new Error(`condition not met within ${budgetMs} ms of test time`))
         yield* advance(Step)
       }
+    }),
+  connectSession: (sessionId) =>
+    Effect.sync(() => {
+      presence.connect(sessionId)
+      return Effect.sync(() => presence.disconnect(sessionId))
     })
 }
 

@@ -1,9 +1,10 @@
 import { it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
+import type { Subscription } from "@nats-io/transport-node"
 import { layerNats } from "../../runtime/ledger/Nats.js"
 import { layerNatsLedger } from "../../runtime/ledger/LedgerPorts.js"
 import { provision } from "../../runtime/ledger/Provision.js"
-import { layerPolicyStore } from "../../runtime/policy/PolicyStore.js"
+import { layerPolicyStore } from "../../runtime/ledger/NatsPolicyStore.js"
 import { Subjects } from "../../runtime/schema/Subjects.js"
 import { startTestNats, Roles, type TestNats } from "../support/TestNats.js"
 import { connectAs } from "../support/Principals.js"
@@ -38,23 +39,33 @@ const natsBackend: Backend = {
   serve: (tool) =>
     Effect.gen(function* () {
       const nc = yield* Effect.acquireRelease(Effect.promise(() => connectAs(server.servers, "echo")), (c) => Effect.promise(() => c.close()))
-      nc.subscribe(Subjects.toolInvoke(tool.name), {
-        callback: (err, msg) => {
-          if (err !== null) return
-          const req = JSON.parse(decoder.decode(msg.data)) as { idempotency_key: string; args: unknown }
-          const turn = tool.invoke(req.idempotency_key, req.args)
-          if (typeof turn === "object") msg.respond(encoder.encode(JSON.stringify(turn.reply)))
-        }
-      })
-      if (tool.hasReadback) {
-        nc.subscribe(Subjects.toolReadback(tool.name), {
-          callback: (err, msg) => {
-            if (err !== null) return
-            const req = JSON.parse(decoder.decode(msg.data)) as { idempotency_key: string }
-            msg.respond(encoder.encode(JSON.stringify(tool.readback(req.idempotency_key))))
-          }
-        })
+      // A tool that is down has no subscription: its requests reach no one.
+      let subs: Array<Subscription> = []
+      const up = () => {
+        subs = [
+          nc.subscribe(Subjects.toolInvoke(tool.name), {
+            callback: (err, msg) => {
+              if (err !== null) return
+              const req = JSON.parse(decoder.decode(msg.data)) as { idempotency_key: string; args: unknown }
+              const turn = tool.invoke(req.idempotency_key, req.args)
+              if (typeof turn === "object") msg.respond(encoder.encode(JSON.stringify(turn.reply)))
+            }
+          }),
+          ...(tool.hasReadback
+            ? [
+                nc.subscribe(Subjects.toolReadback(tool.name), {
+                  callback: (err, msg) => {
+                    if (err !== null) return
+                    const req = JSON.parse(decoder.decode(msg.data)) as { idempotency_key: string }
+                    msg.respond(encoder.encode(JSON.stringify(tool.readback(req.idempotency_key))))
+                  }
+                })
+              ]
+            : [])
+        ]
       }
+      up()
+      tool.onDownChange((down) => (down ? subs.forEach((s) => s.unsubscribe()) : up()))
       yield* Effect.promise(() => nc.flush())
     }),
   eventually: (probe, budgetMs) =>
@@ -66,6 +77,13 @@ const natsBackend: Backend = {
         if (Date.now() > deadline) return yield* Effect.fail(new Error(`condition not met within ${realBudget(budgetMs)} ms`))
         yield* Effect.sleep(25)
       }
+    }),
+  connectSession: (sessionId) =>
+    Effect.gen(function* () {
+      const nc = yield* Effect.acquireRelease(Effect.promise(() => connectAs(server.servers, "agent")), (c) => Effect.promise(() => c.close().catch(() => undefined)))
+      nc.subscribe(Subjects.presence(sessionId))
+      yield* Effect.promise(() => nc.flush())
+      return Effect.promise(() => nc.close().catch(() => undefined))
     })
 }
 

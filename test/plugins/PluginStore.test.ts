@@ -13,7 +13,7 @@ import { layerPluginHost, PluginHost } from "../../runtime/plugins/PluginHost.js
 import { layerPluginAdjudicator, layerPlugins } from "../../runtime/plugins/Pipeline.js"
 import { layerHostEnvKv } from "../../runtime/plugins/HostEnvKv.js"
 import { Kvm } from "@nats-io/kv"
-import { layerPluginSourceObjectStore, loadPluginBytes, loadPluginManifest, publishPlugin } from "../../runtime/plugins/PluginStore.js"
+import { layerPluginSourceObjectStore, loadPluginBytes, loadPluginManifest, publishPlugin } from "../../runtime/ledger/PluginStore.js"
 import { artifact, Now, pinOf, policyWith, proposal } from "./support.js"
 
 const freePort = () =>

@@ -1,7 +1,7 @@
 import { Effect, Layer } from "effect"
-import type { HeldEvent } from "../../schema/Events.js"
+import type { HeldEvent, SequencedEvent } from "../../schema/Events.js"
 import type { HeldCallFacts } from "../../schema/Facts.js"
-import { evolve } from "../../heldcall/Reducer.js"
+import { evolve, reduce } from "../../heldcall/Reducer.js"
 import { initialFacts } from "../../heldcall/Facts.js"
 import { HeldCallStore, type Loaded } from "../HeldCallStore.js"
 import { AppendConflict } from "../LedgerError.js"
@@ -10,10 +10,13 @@ import { keyedLock } from "./KeyedLock.js"
 /**
  * The held-call store in memory, with the NATS store's semantics: one sequence across all calls,
  * an append only on top of the call's last sequence (`AppendConflict` otherwise), an event id
- * stored once (a repeat is a conflict: the writer's view is behind). An append is atomic.
+ * stored once (a repeat is a conflict: the writer's view is behind). An append is atomic. Each
+ * call's events are kept in order; its facts are folded as they are appended (`evolve`) and a
+ * replay folds the events again (`reduce`).
  */
 export const makeMemoryHeldCallStore = Effect.sync(() => {
   let lastSeq = 0
+  const logs = new Map<string, Array<SequencedEvent>>()
   const facts = new Map<string, HeldCallFacts>()
   const ids = new Map<string, Set<string>>()
   const lock = keyedLock()
@@ -32,11 +35,15 @@ export const makeMemoryHeldCallStore = Effect.sync(() => {
       if (current.last_seq !== loaded.facts.last_seq || events.some((e) => seen.has(e.event_id) || e.held_id !== heldId)) {
         return Effect.fail(new AppendConflict({ heldId, expected: loaded.facts.last_seq }))
       }
+      const log = logs.get(heldId) ?? []
       let next = current
       for (const event of events) {
-        next = evolve(next, { seq: ++lastSeq, event })
+        const sequenced = { seq: ++lastSeq, event }
+        next = evolve(next, sequenced)
+        log.push(sequenced)
         seen.add(event.event_id)
       }
+      logs.set(heldId, log)
       ids.set(heldId, seen)
       facts.set(heldId, next)
       return Effect.succeed({ facts: next, revision: 0 })
@@ -44,8 +51,11 @@ export const makeMemoryHeldCallStore = Effect.sync(() => {
 
   return HeldCallStore.of({
     load,
-    // Facts are folded as events are appended, so a replay is the same fold.
-    replay: (heldId) => Effect.sync(() => facts.get(heldId) ?? null),
+    replay: (heldId) =>
+      Effect.sync(() => {
+        const log = logs.get(heldId)
+        return log === undefined ? null : reduce(heldId, log)
+      }),
     append,
     project: () => Effect.void,
     peek: (heldId) => {

@@ -3,12 +3,12 @@ import { NoResponders, ToolClient, type InvokeReply, type ReadbackReply, type To
 
 /**
  * A tool as a test serves it: functions standing for the tool service. Failing with
- * `ToolUnanswered` is a lost reply (the tool may have acted); a missing `readback` is a tool
- * without one (no responders).
+ * `ToolUnanswered` is a lost reply (the tool may have acted), with `NoResponders` a tool that is
+ * down; a missing `readback` is a tool without one (no responders).
  */
 export interface MemoryTool {
-  readonly invoke: (request: ToolInvoke) => Effect.Effect<InvokeReply, ToolUnanswered>
-  readonly readback?: (idempotencyKey: string) => Effect.Effect<ReadbackReply, ToolUnanswered>
+  readonly invoke: (request: ToolInvoke) => Effect.Effect<InvokeReply, ToolUnanswered | NoResponders>
+  readonly readback?: (idempotencyKey: string) => Effect.Effect<ReadbackReply, ToolUnanswered | NoResponders>
 }
 
 /** The table of tools a test serves; a tool not in it answers no-responders. */

@@ -5,7 +5,7 @@ import { Objm, type ObjectStore } from "@nats-io/obj"
 import { Effect, Either, Layer, Schema } from "effect"
 import { sha256Hex } from "../schema/Canonical.js"
 import { SignedManifest } from "../schema/PluginManifest.js"
-import { PluginSource, PluginSourceError } from "./PluginSource.js"
+import { PluginSource, PluginSourceError } from "../plugins/PluginSource.js"
 
 /** The object store bucket holding plugins. */
 export const PluginBucket = "wk_plugins"

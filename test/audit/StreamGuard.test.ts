@@ -1,0 +1,51 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { jetstream, jetstreamManager } from "@nats-io/jetstream"
+import { errors, type NatsConnection } from "@nats-io/transport-node"
+import { Effect } from "effect"
+import { layerNats } from "../../runtime/ledger/Nats.js"
+import { provision } from "../../runtime/ledger/Provision.js"
+import { Streams, Subjects } from "../../runtime/schema/Subjects.js"
+import { connectAs } from "../support/Principals.js"
+import { Roles, startTestNats, type TestNats } from "../support/TestNats.js"
+
+// The history cannot be deleted with the kernel's own NATS credentials: not the events stream,
+// not one event. Archiving's purge of an archived call stays possible.
+const permissionDenied = (e: unknown): boolean => {
+  for (let c: unknown = e; c instanceof Error; c = c.cause) if (c instanceof errors.PermissionViolationError) return true
+  return false
+}
+
+let nats: TestNats
+let kernel: NatsConnection
+beforeAll(async () => {
+  nats = await startTestNats()
+  await Effect.runPromise(provision().pipe(Effect.provide(layerNats({ servers: nats.servers, ...Roles.kernel }))))
+  kernel = await connectAs(nats.servers, "kernel")
+})
+afterAll(async () => {
+  await kernel?.close()
+  await nats?.dispose()
+})
+
+describe("WK_EVENTS under the kernel's credentials", () => {
+  it("cannot delete the stream, nor the other evidence streams", async () => {
+    const jsm = await jetstreamManager(kernel, { timeout: 3000 })
+    await expect(jsm.streams.delete(Streams.events)).rejects.toSatisfy(permissionDenied)
+    await expect(jsm.streams.delete(Streams.sessions)).rejects.toSatisfy(permissionDenied)
+    await expect(jsm.streams.delete("KV_wk_policy")).rejects.toSatisfy(permissionDenied)
+    expect((await jsm.streams.info(Streams.events)).config.name).toBe(Streams.events)
+  })
+
+  it("cannot delete one event; deny_delete is set and no update takes it back; a purge by subject (archiving) still works", async () => {
+    const jsm = await jetstreamManager(kernel, { timeout: 3000 })
+    const subject = Subjects.events("h_streamguard")
+    const ack = await jetstream(kernel).publish(subject, new TextEncoder().encode("{}"))
+    await expect(jsm.streams.deleteMessage(Streams.events, ack.seq)).rejects.toSatisfy(permissionDenied)
+    const info = await jsm.streams.info(Streams.events)
+    expect(info.config.deny_delete).toBe(true)
+    expect(info.config.deny_purge).toBeFalsy()
+    await expect(jsm.streams.update(Streams.events, { ...info.config, deny_delete: false })).rejects.toThrow(/deny message deletes/)
+    const purged = await jsm.streams.purge(Streams.events, { filter: subject })
+    expect(purged.purged).toBe(1)
+  })
+})
