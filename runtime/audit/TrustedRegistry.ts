@@ -143,20 +143,20 @@ const verifyRecord = (
     if (e.type !== "call.proposed" || e.tool !== PolicyApplyTool || e.envelope === undefined) continue
     const env = e.envelope
     const principal = principalOf(env)
-    const call = policyCall(env.payload["profile"])
-    if (!envelopeSignatureValid(env) || env.payload["op"] !== "policy.apply") {
-      reasons.push(`generation ${e.generation}: the proposal is not a valid signed policy.apply`)
+    const signed = signedChange(env.payload)
+    if (!envelopeSignatureValid(env) || signed === null) {
+      reasons.push(`generation ${e.generation}: the proposal is not a valid signed policy.apply or kernel_policy_apply proposal`)
       continue
     }
-    if (heldIdOf(principal, call.session_id, call.turn_id, call.call_id, e.held_id_salt) !== by.held_id) {
-      reasons.push(`generation ${e.generation}: the signed policy.apply derives another held id`)
+    if (heldIdOf(principal, signed.call.session_id, signed.call.turn_id, signed.call.call_id, e.held_id_salt) !== by.held_id) {
+      reasons.push(`generation ${e.generation}: the signed request derives another held id`)
       continue
     }
     if (!authority.admin(principal, env.key)) {
       reasons.push(`policy change by a non-admin: ${principal}'s key is not a policy admin's in ${authority.label}`)
       continue
     }
-    const change = classifyChange(activePolicy(0, base), env.payload["profile"], "profile")
+    const change = classifyChange(activePolicy(0, base), signed.profile, "profile")
     if (change._tag === "Invalid" || !sameProfiles(change.profiles, r.profiles)) {
       reasons.push(`generation ${e.generation}: the record does not hold exactly the profile ${principal} signed applied to ${authority.label}`)
       continue
@@ -180,6 +180,19 @@ const verifyRecord = (
     reasons.push(`widening applied without a second admin: ${principal}'s change (${describe(change.widenings)}) carries no valid approval by another admin of ${authority.label}`)
   }
   return `epoch ${r.epoch} (witnessed change ${by.held_id}) is not authorized: ${reasons.length > 0 ? reasons.join("; ") : "the call has no signed policy.apply proposal"}`
+}
+
+/**
+ * The profile and call ids a witnessed change was signed with: an admin's `policy.apply` (ids
+ * derived from the profile), or an admin's own proposal of `kernel_policy_apply` (its ids as sent).
+ */
+const signedChange = (p: Readonly<Record<string, unknown>>): { readonly profile: unknown; readonly call: { readonly session_id: string; readonly turn_id: string; readonly call_id: string } } | null => {
+  if (p["op"] === "policy.apply" && p["profile"] !== undefined) return { profile: p["profile"], call: policyCall(p["profile"]) }
+  const args = p["args"]
+  if (p["op"] !== "propose" || p["tool"] !== PolicyApplyTool || typeof args !== "object" || args === null || !("profile" in args)) return null
+  const { session_id, turn_id, call_id } = p
+  if (typeof session_id !== "string" || typeof turn_id !== "string" || typeof call_id !== "string") return null
+  return { profile: (args as { profile: unknown }).profile, call: { session_id, turn_id, call_id } }
 }
 
 const describe = (ws: ReadonlyArray<{ readonly field: string; readonly message: string }>): string =>
