@@ -2,6 +2,7 @@ import { Schema } from "effect"
 import { HeldEvent } from "../schema/Events.js"
 import { PrincipalEntry } from "../schema/Profile.js"
 import { JsonValue } from "../schema/Json.js"
+import { DocumentSignature } from "./KernelKey.js"
 
 /** The format tag of `wk audit export` documents. */
 export const ExportFormat = "wk.audit.export/v2"
@@ -33,6 +34,8 @@ export const ExportDocument = Schema.Struct({
     Schema.Array(Schema.Struct({ seq: Schema.Int, held_id: Schema.String, delivery_id: Schema.String, outcome: Schema.NullOr(Schema.String), admission: Schema.NullOr(Schema.String), result: JsonValue }))
   ),
   /** sha256 of JCS(events): a receipt to quote when the document is handed over. */
-  events_digest: Schema.String
+  events_digest: Schema.String,
+  /** The kernel key's signature over the rest of the document (`wk audit export --sign-with`). */
+  signature: Schema.optional(DocumentSignature)
 })
 export type ExportDocument = typeof ExportDocument.Type

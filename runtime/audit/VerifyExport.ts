@@ -4,12 +4,16 @@ import type { Envelope } from "../schema/Envelope.js"
 import { auditHistories } from "./Audit.js"
 import type { CheckResult } from "./AuditReport.js"
 import { ExportDocument } from "./ExportDocument.js"
+import { documentSignatureValid } from "./KernelKey.js"
 import { policyHistory } from "./PolicyHistory.js"
+import type { TrustRoot } from "./TrustRoot.js"
 import type { DeliveryMessage } from "./checks/Check.js"
 
 /** What `verifyExport` concluded. */
 export interface ExportVerification {
   readonly ok: boolean
+  /** Whether a trust root vouched for the signer (otherwise only the document's own keys were used). */
+  readonly anchored: boolean
   /** Problems with the document itself (format, digest, keys). */
   readonly problems: ReadonlyArray<string>
   /** The pure audit checks over the exported history (signatures, binding, effect safety, delivery). */
@@ -20,14 +24,23 @@ export interface ExportVerification {
  * Verifies an exported held call offline, with nothing but the document (its public keys and
  * registry): the events digest, that every envelope's key is among the exported keys of its
  * principal, and every pure audit check over the history, the same code `wk audit replay` runs.
+ * A signed export's signature must verify; with a trust root it must be signed, by a kernel
+ * key the root lists: only then are the exported registry and keys more than the document's word.
  */
-export const verifyExport = (input: unknown): ExportVerification => {
+export const verifyExport = (input: unknown, trust?: TrustRoot): ExportVerification => {
   const decoded = Schema.decodeUnknownEither(ExportDocument)(input)
-  if (Either.isLeft(decoded)) return { ok: false, problems: [`not an export document: ${decoded.left.message.slice(0, 300)}`], checks: [] }
+  if (Either.isLeft(decoded)) return { ok: false, anchored: false, problems: [`not an export document: ${decoded.left.message.slice(0, 300)}`], checks: [] }
   const doc = decoded.right
   const problems: Array<string> = []
   // Over the events as given, so a field this version does not know still counts.
   if (jcsDigest((input as { readonly events: unknown }).events) !== doc.events_digest) problems.push("events_digest does not match the events")
+  // The digest is only a checksum: what makes the document evidence is the kernel key's signature.
+  const sig = doc.signature
+  if (sig !== undefined && !documentSignatureValid(input as Record<string, unknown>, sig)) problems.push("the signature does not verify over the document")
+  if (trust !== undefined) {
+    if (sig === undefined) problems.push("the export is not signed, and a trust root was given")
+    else if (!trust.kernel_keys.includes(sig.key)) problems.push(`the export is signed by ${sig.key}, not a kernel key of the trust root`)
+  }
   problems.push(...addressProblems(doc.events))
   for (const { seq, index, event } of doc.events) {
     if (event.held_id !== doc.held_id) problems.push(`seq ${seq} index ${index}: an event of ${event.held_id} in the export of ${doc.held_id}`)
@@ -48,7 +61,7 @@ export const verifyExport = (input: unknown): ExportVerification => {
     ...(deliveries !== undefined ? { deliveries } : {})
   })
   const violations = checks.reduce((n, c) => n + c.violations.length, 0)
-  return { ok: problems.length === 0 && violations === 0, problems, checks }
+  return { ok: problems.length === 0 && violations === 0, anchored: trust !== undefined, problems, checks }
 }
 
 /**

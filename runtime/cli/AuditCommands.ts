@@ -8,6 +8,7 @@ import { replayOver, type Selection } from "../audit/Replay.js"
 import { formatProgress, formatReport } from "../audit/Summary.js"
 import { verifyExport } from "../audit/VerifyExport.js"
 import { readTrustRoot } from "../audit/TrustRoot.js"
+import { generateKernelKey, readKernelKey, signDocument } from "../audit/KernelKey.js"
 
 // The server is the global `--server` (or NATS_URL, or the context's): see Connect.serverUrl.
 const connection = {
@@ -102,12 +103,14 @@ const exportCommand = Command.make(
   {
     ...connection,
     held: Options.text("held").pipe(Options.withDescription("the held call to export")),
-    out: Options.text("out").pipe(Options.optional, Options.withDescription("write to this file instead of stdout"))
+    out: Options.text("out").pipe(Options.optional, Options.withDescription("write to this file instead of stdout")),
+    signWith: Options.text("sign-with").pipe(Options.optional, Options.withDescription("the kernel's key file (wk audit key): sign the export so it verifies against a trust root"))
   },
   (o) =>
     Effect.gen(function* () {
+      const key = Option.isSome(o.signWith) ? yield* readKernelKey(o.signWith.value) : undefined
       const doc = yield* noVerdictOnSignal("export", exportOver(natsOf(o), { held: o.held, stream: o.stream }))
-      const text = JSON.stringify(doc, null, 2)
+      const text = JSON.stringify(key !== undefined ? signDocument(doc, key) : doc, null, 2)
       if (Option.isSome(o.out)) writeFileSync(o.out.value, text)
       else yield* Console.log(text)
     })
@@ -116,11 +119,16 @@ const exportCommand = Command.make(
 /** `wk audit verify <file>`: checks an exported document offline, with its public keys alone. */
 const verifyCommand = Command.make(
   "verify",
-  { file: Options.text("file").pipe(Options.withDescription("an exported document")), json: Options.boolean("json").pipe(Options.withDescription("print the verification as JSON")) },
+  {
+    file: Options.text("file").pipe(Options.withDescription("an exported document")),
+    trust: Options.text("trust").pipe(Options.optional, Options.withDescription("trust root file: the export must be signed by one of its kernel keys")),
+    json: Options.boolean("json").pipe(Options.withDescription("print the verification as JSON"))
+  },
   (o) =>
     Effect.gen(function* () {
+      const trust = Option.isSome(o.trust) ? yield* readTrustRoot(o.trust.value) : undefined
       const input = yield* Effect.try({ try: () => JSON.parse(readFileSync(o.file, "utf8")) as unknown, catch: (e) => new Error(`cannot read ${o.file}: ${String(e)}`) })
-      const v = verifyExport(input)
+      const v = verifyExport(input, trust)
       if (o.json) yield* Console.log(JSON.stringify(v, null, 2))
       else {
         for (const p of v.problems) yield* Console.log(`  FAIL ${p}`)
@@ -128,14 +136,26 @@ const verifyCommand = Command.make(
           yield* Console.log(`  ${c.status.padEnd(7)} ${c.name}: ${c.checked} checked`)
           for (const x of c.violations) yield* Console.log(`         seq ${x.seqs.join(",")}: ${x.message}`)
         }
+        if (!v.anchored) yield* Console.log("  UNANCHORED: checked against the keys and registry the document carries; pass --trust FILE")
         yield* Console.log(v.ok ? "OK: the export verifies" : "FAILED")
       }
       if (!v.ok) process.exitCode = 1
     })
 ).pipe(Command.withDescription("Verify an exported held call offline"))
 
+/** `wk audit key --out FILE`: a new kernel signing key; prints its public key for trust roots. */
+const keyCommand = Command.make(
+  "key",
+  { out: Options.text("out").pipe(Options.withDescription("the key file to create (mode 0600; an existing file is never overwritten)")) },
+  (o) =>
+    Effect.gen(function* () {
+      const publicKey = yield* Effect.try({ try: () => generateKernelKey(o.out), catch: (e) => new Error(`cannot create ${o.out}: ${String(e)}`) })
+      yield* Console.log(publicKey)
+    })
+).pipe(Command.withDescription("Create a kernel signing key (for signed exports) and print its public key for the trust root's kernel_keys"))
+
 /** `wk audit`: replay, export and verify. */
 export const auditCommand = Command.make("audit").pipe(
   Command.withDescription("Auditor tools: replay the log and check every decision, export one call"),
-  Command.withSubcommands([replayCommand, exportCommand, verifyCommand])
+  Command.withSubcommands([replayCommand, exportCommand, verifyCommand, keyCommand])
 )

@@ -10,16 +10,20 @@ import { eventsOf, eventually } from "../support/Stream.js"
 import { checkOf, copyStream, failedChecks, forgedApproval, readAll, replayAs, trustRootFor, type CopiedMessage } from "./support.js"
 import nacl from "tweetnacl"
 import { signEnvelope } from "../../runtime/schema/EnvelopeSignature.js"
-import { callDigest } from "../../runtime/schema/Canonical.js"
+import { callDigest, jcsDigest } from "../../runtime/schema/Canonical.js"
 import { Effect } from "effect"
 import { spawnSync } from "node:child_process"
-import { writeFileSync } from "node:fs"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { Either } from "effect"
+import { generateKernelKey, readKernelKey, signDocument } from "../../runtime/audit/KernelKey.js"
 import { join } from "node:path"
 import { exportOver } from "../../runtime/audit/Export.js"
 import { verifyExport } from "../../runtime/audit/VerifyExport.js"
-import { jcsDigest } from "../../runtime/schema/Canonical.js"
 import { repoRoot } from "../../runtime/cli/Paths.js"
 import { Roles } from "../support/TestNats.js"
+
+const forger = nacl.sign.keyPair()
 
 /** Runs `wk ...` as its own process. */
 const wk = (args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
@@ -281,7 +285,7 @@ describe("forgeries that remove, move or rewrite what the log says", () => {
   })
 
   it("a delivery removed from the log while its message stays in WK_SESSIONS -> delivery", async () => {
-    const r = await replayCopy((ms) => ms.filter((m) => !(m.subject === on(ids["approved"]!) && String(m.body["type"]).startsWith("delivery."))))
+    const r = await replayCopy((ms) => ms.filter((m) => !(m.subject === on(ids["approved"]!) && String(m.body["type"]).startsWith("delivery."))), { settleMs: 1 })
     expect(checkOf(r, "delivery").violations).toEqual(expect.arrayContaining([expect.objectContaining({ held_id: ids["approved"], message: expect.stringMatching(/has no delivery.published in the call's history$/) })]))
   })
 
@@ -432,6 +436,36 @@ describe("wk audit export", () => {
   })
 })
 
+describe("a signed export is evidence against the trust root", () => {
+  it("args edited with events_digest recomputed: the signature and the signed proposal both refuse it; unsigned or signed by another key fails under --trust", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "wk-kernel-key-"))
+    const keyFile = join(dir, "kernel.key.json")
+    const publicKey = generateKernelKey(keyFile)
+    const key = Either.getOrThrow(readKernelKey(keyFile))
+    const trust = { ...trustRootFor([profile]), kernel_keys: [publicKey] }
+    const doc = await Effect.runPromise(exportOver({ servers: nats.servers, ...Roles.auditor }, { held: ids["approved"]! }))
+    const signed = JSON.parse(JSON.stringify(signDocument(doc, key))) as Record<string, unknown> & { events: Array<{ event: Record<string, unknown> }> }
+    expect(verifyExport(signed, trust)).toMatchObject({ ok: true, anchored: true, problems: [] })
+
+    const edited = structuredClone(signed)
+    const proposal = edited.events.find((e) => e.event["type"] === "call.proposed")!.event
+    proposal["args"] = { ...(proposal["args"] as object), to: "acct-forger" }
+    proposal["call_digest"] = callDigest(String(proposal["tool"]), proposal["args"])
+    edited["events_digest"] = jcsDigest(edited.events)
+    const v = verifyExport(edited, trust)
+    expect(v.ok).toBe(false)
+    expect(v.problems).toEqual(["the signature does not verify over the document"])
+    expect(v.checks.find((c) => c.name === "signatures")!.violations.map((x) => x.message)).toContain("call.proposed: args are not the signed proposal's args")
+
+    const { signature: _, ...unsigned } = signed
+    expect(verifyExport(unsigned, trust).problems).toEqual(["the export is not signed, and a trust root was given"])
+    const other = JSON.parse(JSON.stringify(signDocument(doc, { publicKey: Buffer.from(nacl.sign.keyPair.fromSecretKey(forger.secretKey).publicKey).toString("base64"), secretKey: forger.secretKey })))
+    expect(verifyExport(other, trust).problems).toEqual([expect.stringMatching(/^the export is signed by .*, not a kernel key of the trust root$/)])
+    expect(verifyExport(other)).toMatchObject({ ok: true, anchored: false })
+    rmSync(dir, { recursive: true, force: true })
+  })
+})
+
 describe("the wk audit CLI", () => {
   it("replay prints a summary and exits 0 on the real log, 1 on a tampered copy; --json is the machine report", async () => {
     const server = `nats://${nats.servers}`
@@ -474,12 +508,24 @@ describe("the wk audit CLI", () => {
     expect(bad.status).not.toBe(0)
   })
 
-  it("export writes a document that verify accepts", () => {
+  it("export writes a document that verify accepts; signed with a kernel key (wk audit key), it verifies against a trust root naming that key", () => {
     const file = join(nats.storeDir, "export.json")
     const ex = wk(["audit", "export", "--server", `nats://${nats.servers}`, "--held", ids["vetoed"]!, "--out", file])
     expect(ex.status).toBe(0)
     const v = wk(["audit", "verify", "--file", file])
+    expect(v.stdout).toContain("UNANCHORED")
     expect(v.stdout).toContain("OK: the export verifies")
     expect(v.status).toBe(0)
+    const keyFile = join(nats.storeDir, "kernel.key.json")
+    const key = wk(["audit", "key", "--out", keyFile])
+    expect(key.status).toBe(0)
+    const trustFile = join(nats.storeDir, "trust-with-key.json")
+    writeFileSync(trustFile, JSON.stringify({ ...trustRootFor([profile]), kernel_keys: [key.stdout.trim()] }))
+    expect(wk(["audit", "verify", "--file", file, "--trust", trustFile]).status).toBe(1)
+    const signed = join(nats.storeDir, "export-signed.json")
+    expect(wk(["audit", "export", "--server", `nats://${nats.servers}`, "--held", ids["vetoed"]!, "--out", signed, "--sign-with", keyFile]).status).toBe(0)
+    const anchored = wk(["audit", "verify", "--file", signed, "--trust", trustFile])
+    expect(anchored.stdout).not.toContain("UNANCHORED")
+    expect(anchored.status).toBe(0)
   })
 })

@@ -1,0 +1,54 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import type { NatsConnection } from "@nats-io/transport-node"
+import { startTestNats, type TestNats } from "../support/TestNats.js"
+import { clientFor, connectAs, testProfile } from "../support/Principals.js"
+import { startKernel, type InProcessKernel } from "../support/InProcessKernel.js"
+import { applyPolicyWitnessed } from "../support/PolicyChange.js"
+import { checkOf, copyStream, failedChecks, readAll, replayAs, trustRootFor } from "./support.js"
+
+// A widening that ran as a witnessed kernel_policy_apply: the trusted registry follows it from
+// the root through its call's signed proposal and the second admin's signed approval; the same
+// record without that approval (removed from the copy) is not trusted.
+let nats: TestNats
+let kernel: InProcessKernel
+let conns: Array<NatsConnection> = []
+let kernelConn: NatsConnection
+let heldId = ""
+const profile = testProfile()
+const widened = { ...profile, grants: { ...profile.grants, "agent:mallory": ["bank_balance"] } }
+
+beforeAll(async () => {
+  nats = await startTestNats()
+  kernel = await startKernel(nats.servers, [profile])
+  const [k, w] = await Promise.all([connectAs(nats.servers, "kernel"), connectAs(nats.servers, "witness")])
+  conns = [k, w]
+  kernelConn = k
+  const root = clientFor(k, "admin:root")
+  const pending = (await root.applyPolicy(widened as never)) as { status: number; held_id?: string }
+  expect(pending.status).toBe(202)
+  heldId = pending.held_id!
+  // The same profile again: the proposal is the same call, approved by the second admin.
+  expect(await applyPolicyWitnessed(root, clientFor(w, "admin:ops"), widened)).toMatchObject({ status: 200, policy_epoch: 2 })
+}, 90_000)
+
+afterAll(async () => {
+  await kernel?.stop()
+  await Promise.all(conns.map((c) => c.close()))
+  await nats?.dispose()
+})
+
+describe("a witnessed widening under a trust root", () => {
+  it("verifies: the record's call carries an admin's signed proposal and another admin's signed approval", async () => {
+    const r = await replayAs(nats.servers, "kernel", { factsBucket: null, trust: trustRootFor([profile]) })
+    expect(checkOf(r, "registry")).toMatchObject({ status: "passed", violations: [] })
+    expect(r.policy_epochs).toEqual([1, 2])
+  })
+
+  it("the second admin's approval removed from a copy: epoch 2 is not trusted", async () => {
+    const stream = await copyStream(kernelConn, await readAll(kernelConn), (ms) => ms.filter((m) => !(m.subject === `wk.v1.events.${heldId}` && m.body["type"] === "attestation.accepted")))
+    const r = await replayAs(nats.servers, "kernel", { stream, factsBucket: null, trust: trustRootFor([profile]) })
+    expect(failedChecks(r)).toContain("registry")
+    expect(checkOf(r, "registry").violations[0]!.message).toMatch(/^epoch 2 \(witnessed change h_\w+\) is not authorized: widening applied without a second admin/)
+    expect(r.policy_epochs).toEqual([1])
+  })
+})
