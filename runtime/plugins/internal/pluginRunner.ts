@@ -205,7 +205,10 @@ export class PluginRunner implements Runner {
     ctrl[4] = index
     ctrl[5] = timeoutMs
     Atomics.store(ctrl, 0, CALL)
-    Atomics.notify(ctrl, 0)
+    // A worker that has not gone to sleep since its last call (ctrl[6] is 0) sees CALL without
+    // a wake; waking a sleeping thread is a system call. (Sequentially consistent atomics on
+    // both sides: a worker that marks itself asleep after this read finds CALL in its wait.)
+    if (Atomics.load(ctrl, 6) === 1) Atomics.notify(ctrl, 0)
     const limitMs = this.#spec.fuelPerMs !== undefined ? MeteredWatchdog(timeoutMs) : timeoutMs
     const deadline = started + limitMs
     for (;;) {
