@@ -1,4 +1,5 @@
 import { type Context, Effect } from "effect"
+import { EventIds } from "../heldcall/EventIds.js"
 import { KernelConfig } from "../KernelConfig.js"
 import { HeldCallStore, type Loaded } from "../ledger/HeldCallStore.js"
 import { acquireLease, releaseLease } from "../ledger/Leases.js"
@@ -50,8 +51,8 @@ export const claim = (f: HeldCallFacts, ctx: ReconcileContext, owner: string, le
   const leaseUntil = new Date(until).toISOString()
   // Each claim is its own fact: a claim whose holder died before dispatching must not share
   // the next claim's event id, or the log's de-duplication refuses every later claim.
-  const leased = eventOf<typeof ExecutionLeased.Type>({ ...base, type: "execution.leased", event_id: `execution.leased:${heldId}:${key}:a${attempt}:${owner}:${leaseUntil}`, owner, lease_until: leaseUntil })
-  const dispatched = eventOf<typeof EffectDispatched.Type>({ ...base, type: "effect.dispatched", event_id: `effect.dispatched:${heldId}:${key}:a${attempt}`, idempotency_key: key, attempt, owner, lease_until: leaseUntil, policy_epoch: f.policy_epoch_checked })
+  const leased = eventOf<typeof ExecutionLeased.Type>({ ...base, type: "execution.leased", event_id: EventIds.leased(heldId, key, attempt, owner, leaseUntil), owner, lease_until: leaseUntil })
+  const dispatched = eventOf<typeof EffectDispatched.Type>({ ...base, type: "effect.dispatched", event_id: EventIds.dispatched(heldId, key, attempt), idempotency_key: key, attempt, owner, lease_until: leaseUntil, policy_epoch: f.policy_epoch_checked })
   return { events: [leased, dispatched], leaseUntil: until }
 }
 
@@ -72,8 +73,8 @@ export const invoke = (tools: Context.Tag.Service<typeof ToolClient>, toolTimeou
     onFailure: (e): HeldEvent =>
       e._tag === "NoResponders"
         ? // Nobody subscribed: the request reached no one, so no effect happened. Try again later.
-          eventOf<typeof EffectUnreached.Type>({ ...base, type: "effect.unreached", event_id: `effect.unreached:${heldId}:${key}:a${attempt}`, idempotency_key: key, attempt, reason: `no tool service answers ${call.tool}`, retry_at: new Date(Date.now() + unreachedBackoffMs((f.unreached?.attempts ?? 0) + 1)).toISOString() })
-        : eventOf<typeof EffectOutcomeUnknown.Type>({ ...base, type: "effect.outcome_unknown", event_id: `effect.outcome_unknown:${heldId}:${key}:a${attempt}`, idempotency_key: key, reason: e.reason, needs_witness: false })
+          eventOf<typeof EffectUnreached.Type>({ ...base, type: "effect.unreached", event_id: EventIds.unreached(heldId, key, attempt), idempotency_key: key, attempt, reason: `no tool service answers ${call.tool}`, retry_at: new Date(Date.now() + unreachedBackoffMs((f.unreached?.attempts ?? 0) + 1)).toISOString() })
+        : eventOf<typeof EffectOutcomeUnknown.Type>({ ...base, type: "effect.outcome_unknown", event_id: EventIds.outcomeUnknown(heldId, key, attempt), idempotency_key: key, reason: e.reason, needs_witness: false })
   })
 }
 
@@ -81,7 +82,7 @@ export const invoke = (tools: Context.Tag.Service<typeof ToolClient>, toolTimeou
 export const unreachedBackoffMs = (attempts: number): number => Math.min(30_000, 500 * 2 ** Math.max(0, attempts - 1))
 
 const recorded = (heldId: string, generation: number, key: string, r: { ok: true; result: JsonValue } | { ok: false; error: string }, via: "dispatch" | "readback") =>
-  eventOf<typeof EffectRecorded.Type>({ held_id: heldId, generation, type: "effect.recorded", event_id: `effect.recorded:${heldId}:${key}`, idempotency_key: key, ...r, via })
+  eventOf<typeof EffectRecorded.Type>({ held_id: heldId, generation, type: "effect.recorded", event_id: EventIds.recorded(heldId, key), idempotency_key: key, ...r, via })
 
 /**
  * Appends what an effect did, re-reading on conflicts (a policy change may land between
@@ -124,7 +125,7 @@ export const resolve = (heldId: string) =>
       const attempt = f.dispatch_attempts
       if (f.execution === "dispatched") {
         yield* store.append(fresh, [
-          eventOf<typeof EffectOutcomeUnknown.Type>({ ...base, type: "effect.outcome_unknown", event_id: `effect.outcome_unknown:${heldId}:${key}:a${attempt}`, idempotency_key: key, reason: "the dispatching worker was lost before it recorded the effect", needs_witness: false })
+          eventOf<typeof EffectOutcomeUnknown.Type>({ ...base, type: "effect.outcome_unknown", event_id: EventIds.outcomeUnknown(heldId, key, attempt), idempotency_key: key, reason: "the dispatching worker was lost before it recorded the effect", needs_witness: false })
         ])
         return progress
       }
@@ -136,11 +137,11 @@ export const resolve = (heldId: string) =>
       // Sending the same key again to a tool that applies each key at most once is always safe.
       const resend = (why: string) =>
         store.append(fresh, [
-          eventOf<typeof EffectResend.Type>({ ...base, type: "effect.resend", event_id: `effect.resend:${heldId}:${key}:a${attempt}`, idempotency_key: key, reason: `tool '${tool}' ${why} and is declared idempotent: sent again under the same key` })
+          eventOf<typeof EffectResend.Type>({ ...base, type: "effect.resend", event_id: EventIds.resend(heldId, key, attempt), idempotency_key: key, reason: `tool '${tool}' ${why} and is declared idempotent: sent again under the same key` })
         ])
       const askWitness = (why: string) =>
         store.append(fresh, [
-          eventOf<typeof EffectOutcomeUnknown.Type>({ ...base, type: "effect.outcome_unknown", event_id: `effect.outcome_unknown:${heldId}:${key}:a${attempt}:witness`, idempotency_key: key, reason: `${why}; a read-back witness or an admin must settle whether the effect happened`, needs_witness: true })
+          eventOf<typeof EffectOutcomeUnknown.Type>({ ...base, type: "effect.outcome_unknown", event_id: EventIds.outcomeUnknown(heldId, key, attempt, true), idempotency_key: key, reason: `${why}; a read-back witness or an admin must settle whether the effect happened`, needs_witness: true })
         ])
       if (rule?.readback === false) {
         yield* rule.idempotent === true ? resend("has no read-back") : askWitness(`tool '${tool}' has no read-back`)
@@ -161,11 +162,11 @@ export const resolve = (heldId: string) =>
           return progress
         }
         yield* store.append(fresh, [
-          eventOf<typeof EffectReadbackUnreached.Type>({ ...base, type: "effect.readback_unreached", event_id: `effect.readback_unreached:${heldId}:${key}:a${attempt}:r${attempts}`, idempotency_key: key, attempt: attempts, reason, retry_at: new Date(Date.now() + unreachedBackoffMs(attempts)).toISOString() })
+          eventOf<typeof EffectReadbackUnreached.Type>({ ...base, type: "effect.readback_unreached", event_id: EventIds.readbackUnreached(heldId, key, attempt, attempts), idempotency_key: key, attempt: attempts, reason, retry_at: new Date(Date.now() + unreachedBackoffMs(attempts)).toISOString() })
         ])
         return progress
       }
-      const readback = eventOf<typeof EffectReadback.Type>({ ...base, type: "effect.readback", event_id: `effect.readback:${heldId}:${key}:a${attempt}`, idempotency_key: key, applied: rb.right.applied })
+      const readback = eventOf<typeof EffectReadback.Type>({ ...base, type: "effect.readback", event_id: EventIds.readback(heldId, key, attempt), idempotency_key: key, applied: rb.right.applied })
       yield* store.append(fresh, rb.right.applied ? [readback, recorded(heldId, f.generation, key, { ok: true, result: rb.right.result }, "readback")] : [readback])
       return progress
     })

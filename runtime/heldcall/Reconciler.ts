@@ -1,4 +1,5 @@
 import type { HeldEvent } from "../schema/Events.js"
+import { EventIds } from "./EventIds.js"
 import type { HeldCallFacts } from "../schema/Facts.js"
 import type { WitnessContract, WitnessRule } from "../schema/WitnessContract.js"
 import { beforeDispatch } from "./Facts.js"
@@ -82,10 +83,10 @@ export const reconcile = (facts: HeldCallFacts, ctx: ReconcileContext): Plan => 
   const events: Array<HeldEvent> = []
   let f = facts
   for (let i = 0; ; i++) {
-    const next = nextLocalEvent(f, ctx, `@${facts.last_seq}.${(ctx.uncommitted ?? 0) + i}`, at)
+    const next = nextLocalEvent(f, ctx, facts.last_seq, (ctx.uncommitted ?? 0) + i, at)
     if (next === null) break
     if (i >= bound) {
-      const stop: HeldEvent = { type: "reconcile.bound_exceeded", event_id: `reconcile.bound_exceeded:${f.held_id}:@${facts.last_seq}`, held_id: f.held_id, generation: f.generation, at, bound }
+      const stop: HeldEvent = { type: "reconcile.bound_exceeded", event_id: EventIds.boundExceeded(f.held_id, facts.last_seq), held_id: f.held_id, generation: f.generation, at, bound }
       return { events: [...events, stop], actions: [], requeueMs: null, facts: evolve(f, { seq: f.last_seq, index: events.length, event: stop }) }
     }
     f = evolve(f, { seq: f.last_seq, index: events.length, event: next })
@@ -115,7 +116,7 @@ export const leaseLive = (f: HeldCallFacts, ctx: ReconcileContext): boolean => f
 const checked = (f: HeldCallFacts, ctx: ReconcileContext): boolean =>
   f.verdict !== "pending" && f.policy_epoch_checked === ctx.policyEpoch && f.policy_epoch <= ctx.policyEpoch
 
-const nextLocalEvent = (f: HeldCallFacts, ctx: ReconcileContext, tag: string, at: string): HeldEvent | null => {
+const nextLocalEvent = (f: HeldCallFacts, ctx: ReconcileContext, seq: number, step: number, at: string): HeldEvent | null => {
   if (f.spec === null) return null
   if (f.outcome !== null && republishing(f) && ctx.now >= deliveryDeadline(f, ctx.delivery)) {
     const grace = (ctx.delivery ?? DefaultDeliveryRetry).graceMs
@@ -124,7 +125,7 @@ const nextLocalEvent = (f: HeldCallFacts, ctx: ReconcileContext, tag: string, at
       generation: f.generation,
       at,
       type: "delivery.stopped",
-      event_id: `delivery.stopped:${f.held_id}:${f.delivery_id ?? ""}`,
+      event_id: EventIds.deliveryStopped(f.held_id, f.delivery_id ?? ""),
       delivery_id: f.delivery_id ?? "",
       attempts: f.delivery_attempts,
       reason: `not acknowledged by the call's expiry (${f.spec.expires_at}) plus the delivery grace period (${grace} ms)`
@@ -132,7 +133,7 @@ const nextLocalEvent = (f: HeldCallFacts, ctx: ReconcileContext, tag: string, at
   }
   if (f.lifecycle !== "open") return null
   const base = { held_id: f.held_id, generation: f.generation, at }
-  const id = (type: string) => `${type}:${f.held_id}:${tag}`
+  const id = (type: string) => EventIds.derived(type, f.held_id, seq, step)
   // An idempotent re-send is owed even past expiry: the first send may have applied the effect.
   if (beforeDispatch(f) && f.resend !== true && Date.parse(f.spec.expires_at) <= ctx.now) {
     const unreached = f.unreached

@@ -1,4 +1,5 @@
 import { Effect } from "effect"
+import { EventIds } from "../heldcall/EventIds.js"
 import type { LedgerError } from "../ledger/LedgerError.js"
 import { Outbox } from "../ledger/Outbox.js"
 import { wake, type Wakes } from "../ledger/Wakes.js"
@@ -52,7 +53,7 @@ export const adjudicate = (f: HeldCallFacts, policy: ActivePolicy) =>
         eventOf<typeof CallRepresented.Type>({
           ...base,
           type: "call.represented",
-          event_id: `call.represented:${f.held_id}:g${generation}`,
+          event_id: EventIds.represented(f.held_id, generation),
           from_call_digest: f.executed!.call_digest,
           call_digest: executedDigest,
           policy_epoch: policy.epoch
@@ -63,7 +64,7 @@ export const adjudicate = (f: HeldCallFacts, policy: ActivePolicy) =>
       eventOf<typeof CallAdjudicated.Type>({
         ...base,
         type: "call.adjudicated",
-        event_id: `call.adjudicated:${f.held_id}:g${generation}:e${policy.epoch}`,
+        event_id: EventIds.adjudicated(f.held_id, generation, policy.epoch),
         verdict: a.verdict,
         reasons: a.reasons,
         policy_epoch: policy.epoch,
@@ -82,7 +83,7 @@ export const adjudicate = (f: HeldCallFacts, policy: ActivePolicy) =>
           eventOf<typeof CallHeld.Type>({
             ...base,
             type: "call.held",
-            event_id: `call.held:${f.held_id}:g${generation}:${digest}:${presentationDigest}`,
+            event_id: EventIds.held(f.held_id, generation, digest!, presentationDigest),
             witness_request: { contract: a.contract, contract_digest: digest!, presentation, presentation_digest: presentationDigest },
             expires_at: spec.expires_at
           })
@@ -90,7 +91,7 @@ export const adjudicate = (f: HeldCallFacts, policy: ActivePolicy) =>
       }
     }
     if (a.verdict === "DENY") {
-      events.push(eventOf<typeof CallDenied.Type>({ ...base, type: "call.denied", event_id: `call.denied:${f.held_id}:g${generation}`, reasons: a.reasons }))
+      events.push(eventOf<typeof CallDenied.Type>({ ...base, type: "call.denied", event_id: EventIds.denied(f.held_id, generation), reasons: a.reasons }))
     }
     const held = events.find((e): e is typeof CallHeld.Type => e.type === "call.held")
     if (held === undefined) return { events, committed: null } satisfies Adjudicated as Adjudicated

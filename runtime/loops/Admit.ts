@@ -1,4 +1,5 @@
 import { type Context, Effect } from "effect"
+import { EventIds } from "../heldcall/EventIds.js"
 import type { Admission } from "../policy/Admission.js"
 import type { ActivePolicy } from "../policy/ActivePolicy.js"
 import type { HeldEvent, ResultAdmitted, ResultQuarantined } from "../schema/Events.js"
@@ -19,7 +20,7 @@ export const admit = (admission: Context.Tag.Service<typeof Admission>, f: HeldC
   const base = { held_id: f.held_id, generation: f.generation }
   return Effect.map(admission.admit({ principal: spec.principal, tool: call.tool, args: call.args, result, policy }), (a): HeldEvent =>
     a.admitted
-      ? eventOf<typeof ResultAdmitted.Type>({ ...base, type: "result.admitted", event_id: `result.admitted:${f.held_id}:g${f.generation}`, result, decisions: a.decisions })
-      : eventOf<typeof ResultQuarantined.Type>({ ...base, type: "result.quarantined", event_id: `result.quarantined:${f.held_id}:g${f.generation}`, by: a.by, reason: a.reason, decisions: a.decisions })
+      ? eventOf<typeof ResultAdmitted.Type>({ ...base, type: "result.admitted", event_id: EventIds.resultAdmitted(f.held_id, f.generation), result, decisions: a.decisions })
+      : eventOf<typeof ResultQuarantined.Type>({ ...base, type: "result.quarantined", event_id: EventIds.resultQuarantined(f.held_id, f.generation), by: a.by, reason: a.reason, decisions: a.decisions })
   )
 }

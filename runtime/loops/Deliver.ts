@@ -4,7 +4,7 @@ import { Outbox } from "../ledger/Outbox.js"
 import type { DeliveryPublished } from "../schema/Events.js"
 import type { HeldCallFacts } from "../schema/Facts.js"
 import { eventOf, progress } from "./Actions.js"
-import { deliveryIdOf } from "../heldcall/EventIds.js"
+import { deliveryIdOf, EventIds } from "../heldcall/EventIds.js"
 import { canonicalCall } from "../heldcall/Facts.js"
 import { reportedOutcome } from "../heldcall/ReportedOutcome.js"
 
@@ -46,7 +46,7 @@ export const deliver = (loaded: Loaded) =>
     const body = deliveryOf(f)
     yield* outbox.deliver(f.spec!.session_id, body, `${body.delivery_id}:${attempt}`)
     yield* store.append(loaded, [
-      eventOf<typeof DeliveryPublished.Type>({ held_id: f.held_id, generation: f.generation, type: "delivery.published", event_id: `delivery.published:${f.held_id}:${body.delivery_id}:a${attempt}`, delivery_id: body.delivery_id, attempt })
+      eventOf<typeof DeliveryPublished.Type>({ held_id: f.held_id, generation: f.generation, type: "delivery.published", event_id: EventIds.deliveryPublished(f.held_id, body.delivery_id, attempt), delivery_id: body.delivery_id, attempt })
     ])
     return progress
   })

@@ -140,14 +140,9 @@ export const makeHeldCalls = Effect.gen(function* () {
         // same flush; otherwise the wake lets another process finish the call if this one stops.
         if (wake !== "none" && committed !== null && beforeDispatch(committed.facts)) yield* wakes.begin(heldId, wake === "driving" ? driving() : undefined)
       } else if (drive !== null && follow !== "none") {
-        const announce = wake === "none" ? undefined : wake === "driving" ? driving() : null
         if (options.index === true) yield* openIndex.add(heldId)
-        driven =
-          announce === undefined
-            ? follow === "await"
-              ? yield* driver.drive(heldId, drive)
-              : (yield* Effect.forkDaemon(driver.drive(heldId, drive).pipe(Effect.ignore)), null)
-            : yield* wakeAndDrive(wakes, driver.drive, heldId, drive, follow, announce ?? undefined)
+        const announce = wake === "none" ? "none" : wake === "driving" ? { driving: driving() } : {}
+        driven = yield* wakeAndDrive(wakes, driver.drive, heldId, drive, follow, announce)
       } else if (committed !== null) {
         // No drive follows: the commit is projected here, and an ended call with nothing left
         // to happen (an acknowledged delivery) leaves the open-call index.

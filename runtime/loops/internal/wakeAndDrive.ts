@@ -6,6 +6,9 @@ import type { Driving, Wakes } from "../../ledger/Wakes.js"
 /** What follows a decision that leaves a call work: a drive forked to run on after the answer, a drive awaited, or none (the caller drives). */
 export type Follow = "fork" | "await" | "none"
 
+/** The wake written before a drive: one that says who drives (`driving`), a plain one, or none (the drive's own claim writes one). */
+export type Announce = { readonly driving?: Driving } | "none"
+
 /**
  * The wake, then the drive: the wake lets another process finish the call if this one stops.
  * It is started first and awaited once the drive is forked, so both go out at once; nothing
@@ -17,10 +20,10 @@ export const wakeAndDrive = <Driven>(
   heldId: string,
   freshness: Freshness,
   follow: Exclude<Follow, "none">,
-  driving?: Driving
+  announce: Announce = {}
 ): Effect.Effect<Driven | null, LedgerError> =>
   Effect.gen(function* () {
-    const woken = wakes.begin(heldId, driving)
+    const woken = announce === "none" ? Effect.void : wakes.begin(heldId, announce.driving)
     if (follow === "fork") {
       yield* Effect.forkDaemon(drive(heldId, freshness).pipe(Effect.ignore))
       yield* woken
