@@ -5,6 +5,7 @@ export const CheckName = Schema.Literal(
   "registry",
   "stream",
   "archive",
+  "commit-chain",
   "signatures",
   "attestation-binding",
   "effect-safety",

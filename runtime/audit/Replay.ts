@@ -14,7 +14,7 @@ import { makePinnedWasmLoader } from "./PluginObjects.js"
 import { DefaultRegistrySkewMs, policyHistory, type PolicyHistory } from "./PolicyHistory.js"
 import { startupDigest } from "./TrustRoot.js"
 import { readOrdered, readSubject, streamLayout, type RawMessage, type ReadProgress } from "./StreamReader.js"
-import { compareProjection, rerunPlugins, type CheckContext } from "./checks/index.js"
+import { commitChain, compareProjection, rerunPlugins, type ChainLink, type CheckContext } from "./checks/index.js"
 import { readDeliveries } from "./Deliveries.js"
 import { readArchives } from "./Archives.js"
 import { PluginBucket } from "../ledger/PluginStore.js"
@@ -220,6 +220,9 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
     // Calls whose verdicts are in are checked while the workers verify the rest; results are
     // tallied in stream order whatever order they were checked in.
     const audited: Array<{ readonly stream: ReadonlyArray<Violation>; readonly call?: AuditedCall }> = new Array(logs.length)
+    const kernelKeys = options.trust !== undefined && options.trust.kernel_keys.length > 0 ? new Set(options.trust.kernel_keys) : undefined
+    const chains = tally()
+    const chainGaps = { unchained: 0, unsigned: 0, unanchored: 0 }
     let waiting = logs.map((_, i) => i)
     while (waiting.length > 0) {
       const later: Array<number> = []
@@ -230,6 +233,11 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
           continue
         }
         const d = decodeLog(log)
+        const chain = commitChain(log.heldId, d.links, kernelKeys)
+        chains.add("commit-chain", chain)
+        if (chain.unchained) chainGaps.unchained++
+        chainGaps.unsigned += chain.unsigned
+        chainGaps.unanchored += chain.unanchored
         for (const e of d.events) {
           placement.see(e.seq, e.event.at)
           if ("policy_epoch" in e.event) placement.claim(e.seq, log.heldId, e.event.policy_epoch, e.event.at)
@@ -304,6 +312,7 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
         unverified: [],
         note: `${archived.records} archive(s) verified against their SHA-256; ${archivedCommits} archived commit(s) replayed`
       },
+      chains.result("commit-chain", chainNote(chainGaps, kernelKeys !== undefined)),
       ...held,
       projectionCheck,
       pinCheck,
@@ -343,9 +352,10 @@ interface CallLog {
   readonly signed: Array<number>
 }
 
-/** A call's messages decoded: the events that decode, and a stream violation for each that does not. */
+/** A call's messages decoded: the events that decode, the commits that do (for the chain), and a stream violation for each that does not. */
 interface DecodedLog {
   readonly events: ReadonlyArray<SequencedEvent>
+  readonly links: ReadonlyArray<ChainLink>
   readonly violations: ReadonlyArray<Violation>
 }
 
@@ -360,6 +370,7 @@ const indexOf = Buffer.prototype.indexOf as (this: Uint8Array, value: Uint8Array
  */
 const decodeLog = (log: CallLog): DecodedLog => {
   const events: Array<SequencedEvent> = []
+  const links: Array<ChainLink> = []
   const violations: Array<Violation> = []
   const fail = (seq: number, message: string) => void violations.push({ check: "stream", held_id: log.heldId, seqs: [seq], message })
   for (const m of log.messages) {
@@ -370,6 +381,7 @@ const decodeLog = (log: CallLog): DecodedLog => {
       fail(m.seq, `a commit does not decode: ${String(e).slice(0, 200)}`)
       continue
     }
+    links.push({ seq: m.seq, data: m.data, commit })
     if (commit.held_id !== log.heldId) fail(m.seq, `a commit of ${commit.held_id} is stored on the subject of ${log.heldId}`)
     const ids = new Map<string, number>()
     for (let index = 0; index < commit.events.length; index++) {
@@ -381,7 +393,17 @@ const decodeLog = (log: CallLog): DecodedLog => {
       events.push({ seq: m.seq, index, event })
     }
   }
-  return { events, violations }
+  return { events, links, violations }
+}
+
+/** What the commit-chain check could not prove, said plainly (nothing when everything was chained and anchored). */
+const chainNote = (gaps: { readonly unchained: number; readonly unsigned: number; readonly unanchored: number }, anchored: boolean): string | undefined => {
+  const parts: Array<string> = []
+  if (gaps.unchained > 0) parts.push(`${gaps.unchained} call(s) unchained (no prev): removal or reordering in them cannot be proven`)
+  if (gaps.unsigned > 0) parts.push(`${gaps.unsigned} commit(s) unsigned`)
+  if (gaps.unanchored > 0) parts.push(`${gaps.unanchored} signed commit(s) unanchored`)
+  if (!anchored) parts.push("no kernel_keys in a trust root: signatures are not required nor anchored (pass --trust)")
+  return parts.length === 0 ? undefined : parts.join("; ")
 }
 
 /** The time of the last event of a call that decodes (null: none does). */

@@ -1,6 +1,8 @@
 import { Command, Options } from "@effect/cli"
-import { Console, Effect, Option } from "effect"
+import { Console, Effect, Either, Option } from "effect"
+import { existsSync, mkdirSync } from "node:fs"
 import { join } from "node:path"
+import { generateKernelKey, readKernelKey } from "../audit/KernelKey.js"
 import { connect } from "@nats-io/transport-node"
 import { layerKernel, publishLocalPlugins, runKernel } from "../Kernel.js"
 import { natsOptionsFromUrl } from "../ledger/Nats.js"
@@ -86,6 +88,24 @@ const serve = (url: string, profiles: ReadonlyArray<Profile>, withBank: boolean)
     )
   })
 
+/**
+ * `wk start --dev` signs its commits like a production kernel: with `WK_KERNEL_KEY` when set,
+ * else with a development key kept beside the embedded server's data (`<data dir>/kernel.key`,
+ * made on first start). Its public key is printed for a trust root's `kernel_keys`.
+ */
+const useDevKernelKey = Effect.gen(function* () {
+  if (process.env["WK_KERNEL_KEY"] !== undefined && process.env["WK_KERNEL_KEY"] !== "") return
+  const path = join(defaultDataDir, "kernel.key")
+  if (!existsSync(path)) {
+    mkdirSync(defaultDataDir, { recursive: true })
+    generateKernelKey(path)
+  }
+  const key = readKernelKey(path)
+  if (Either.isLeft(key)) return yield* Effect.fail(new Error(key.left.message))
+  process.env["WK_KERNEL_KEY"] = path
+  yield* Console.log(`commits signed with the development kernel key ${path} (public key ${key.right.publicKey}: a trust root's kernel_keys)`)
+})
+
 /** The credentials a kernel started this way connects with: its own, and the demo bank's. */
 const credentialsOf = (url: string | undefined, withBank: boolean) => {
   const own = url === undefined || url === "" ? kernelCredentials : natsOptionsFromUrl(url, kernelCredentials)
@@ -101,6 +121,7 @@ export const startCommand = Command.make(
       const url = globalSelection.server ?? process.env["NATS_URL"]
       const profiles = yield* loadProfileFiles(profilesPath)
       yield* checkDevCredentials(profiles, credentialsOf(url, !noBank), dev)
+      if (dev) yield* useDevKernelKey
       if (url !== undefined && url !== "") return yield* serve(url, profiles, !noBank)
       if (findNatsServer() === null) return yield* Effect.fail(new Error(MissingNatsServer))
       const p = Option.getOrElse(port, () => Number(process.env["WK_NATS_PORT"] ?? 4322))

@@ -3,7 +3,8 @@ import type { HeldEvent } from "../schema/Events.js"
 import type { HeldCallFacts } from "../schema/Facts.js"
 import { evolve, reduce } from "../heldcall/Reducer.js"
 import { initialFacts } from "../heldcall/Facts.js"
-import { appendEvents, readEventsAfterWith } from "./EventLog.js"
+import { commitSigningKey } from "./CommitSigningKey.js"
+import { appendCommit, headAtWith, readCommitsAfterWith, readEventsAfterWith } from "./EventLog.js"
 import { type AppendConflict, type LedgerError } from "./LedgerError.js"
 import { Nats } from "./Nats.js"
 import { projectFacts, readProjectionWith } from "./Projection.js"
@@ -15,6 +16,11 @@ export type Freshness = "fresh" | "cached" | number
 export interface Loaded {
   readonly facts: HeldCallFacts
   readonly revision: number
+  /**
+   * Digest of the call's commit at `facts.last_seq` (the next commit's `prev`), when this
+   * process has it: known after a read from the stream or an append, so appends add no read.
+   */
+  readonly head?: string
 }
 
 /**
@@ -57,6 +63,7 @@ export const makeHeldCallStore = Effect.gen(function* () {
   // Used directly, not provided per operation: providing a service is a fiber-ref update
   // (a context copy and comparison) on every load and append of the hot path.
   const nats = yield* Nats
+  const key = yield* commitSigningKey
   const locks = new Map<string, Promise<void>>()
   // Recently used facts, bounded. Never trusted alone: every load catches up from the stream,
   // which is the truth; the cache only saves the projection read.
@@ -75,10 +82,10 @@ export const makeHeldCallStore = Effect.gen(function* () {
     return Effect.gen(function* () {
       const projected = cached ?? (yield* readProjectionWith(nats, heldId))
       const base = projected?.facts ?? initialFacts(heldId)
-      const newer = yield* readEventsAfterWith(nats, heldId, base.last_seq)
+      const { events: newer, head } = yield* readCommitsAfterWith(nats, heldId, base.last_seq)
       if (projected === null && newer.length === 0) return null
       if (newer.length === 0 && projected !== null) return remember(projected)
-      return remember({ facts: reduce(heldId, newer, base), revision: projected?.revision ?? 0 })
+      return remember({ facts: reduce(heldId, newer, base), revision: projected?.revision ?? 0, ...(head !== undefined ? { head } : {}) })
     })
   }
 
@@ -87,11 +94,16 @@ export const makeHeldCallStore = Effect.gen(function* () {
 
   const append = (loaded: Loaded, events: ReadonlyArray<HeldEvent>): Effect.Effect<Loaded, AppendConflict | LedgerError> => {
     if (events.length === 0) return Effect.succeed(loaded)
-    return appendEvents(nats, events, loaded.facts.last_seq).pipe(
-      Effect.map((seq) => {
+    const last = loaded.facts.last_seq
+    // The previous commit's digest is known unless the facts came from the projection alone.
+    const commit = loaded.head !== undefined || last === 0
+      ? appendCommit(nats, events, last, loaded.head ?? "", key)
+      : Effect.flatMap(headAtWith(nats, loaded.facts.held_id, last), (prev) => appendCommit(nats, events, last, prev, key))
+    return commit.pipe(
+      Effect.map(({ seq, head }) => {
         let facts = loaded.facts
         for (let index = 0; index < events.length; index++) facts = evolve(facts, { seq, index, event: events[index]! })
-        return remember({ facts, revision: loaded.revision })
+        return remember({ facts, revision: loaded.revision, head })
       }),
       Effect.tapError(() => Effect.sync(() => recent.delete(loaded.facts.held_id)))
     )
@@ -116,7 +128,7 @@ export const makeHeldCallStore = Effect.gen(function* () {
         projectFacts(nats, loaded.facts, revision).then(
           (rev) => {
             const cur = recent.get(heldId)
-            if (cur !== undefined) recent.set(heldId, { facts: cur.facts, revision: Math.max(cur.revision, rev) })
+            if (cur !== undefined) recent.set(heldId, { ...cur, revision: Math.max(cur.revision, rev) })
           },
           () => void projected.set(heldId, before)
         )

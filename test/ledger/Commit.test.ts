@@ -7,7 +7,14 @@ import { appendEvent, appendEvents, readEventsAfter } from "../../runtime/ledger
 import { HeldCallStore, layerHeldCallStore, type Loaded } from "../../runtime/ledger/HeldCallStore.js"
 import { initialFacts } from "../../runtime/heldcall/Facts.js"
 import { reduce } from "../../runtime/heldcall/Reducer.js"
-import { decodeCommitBytes } from "../../runtime/schema/Commit.js"
+import { commitDigest, commitSignatureValid, decodeCommitBytes } from "../../runtime/schema/Commit.js"
+import { CommitSigningKey } from "../../runtime/ledger/CommitSigningKey.js"
+import { makeHeldCallStore } from "../../runtime/ledger/HeldCallStore.js"
+import { readKernelKey, generateKernelKey } from "../../runtime/audit/KernelKey.js"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { Either } from "effect"
 import type { HeldEvent } from "../../runtime/schema/Events.js"
 import { Streams, Subjects } from "../../runtime/schema/Subjects.js"
 import { Roles, startTestNats, type TestNats } from "../support/TestNats.js"
@@ -49,11 +56,11 @@ const storedCommits = (heldId: string) =>
   Effect.gen(function* () {
     const { jsm } = yield* Nats
     return yield* Effect.promise(async () => {
-      const out: Array<{ seq: number; commit: ReturnType<typeof decodeCommitBytes> }> = []
+      const out: Array<{ seq: number; commit: ReturnType<typeof decodeCommitBytes>; data: Uint8Array }> = []
       for (let seq = 1; ; ) {
         const m = await jsm.direct.getMessage(Streams.events, { next_by_subj: Subjects.events(heldId), seq })
         if (m === null) return out
-        out.push({ seq: m.seq, commit: decodeCommitBytes(m.data) })
+        out.push({ seq: m.seq, commit: decodeCommitBytes(m.data), data: m.data })
         seq = m.seq + 1
       }
     })
@@ -68,7 +75,7 @@ describe("a commit", () => {
     const loaded = await rt.runPromise(Effect.flatMap(HeldCallStore, (s) => s.append(fresh(heldId), events)))
     const commits = await rt.runPromise(storedCommits(heldId))
     expect(commits).toHaveLength(1)
-    expect(commits[0]!.commit).toEqual({ commit_id: events[0]!.event_id, held_id: heldId, events })
+    expect(commits[0]!.commit).toEqual({ commit_id: events[0]!.event_id, held_id: heldId, prev: "", events })
     expect(loaded.facts.last_seq).toBe(commits[0]!.seq)
 
     const read = await rt.runPromise(readEventsAfter(heldId, 0))
@@ -116,6 +123,45 @@ describe("a commit", () => {
     // appendEvent, one event per commit, keeps working.
     const seq = await rt.runPromise(appendEvent(forCall(b, proposed(1)), 0))
     expect((await rt.runPromise(storedCommits(b))).map((c) => [c.seq, c.commit.events.length])).toEqual([[seq, 1]])
+  })
+})
+
+describe("a call's chain of commits", () => {
+  it("each commit names the digest of the previous one's stored bytes, whether the writer's view came from its own append, a read of the stream, or the projection alone", async () => {
+    const heldId = newHeldId()
+    const [a, b, c, d, e] = story(heldId)
+    const store = await rt.runPromise(HeldCallStore)
+    const one = await rt.runPromise(store.append(fresh(heldId), [a!, b!]))
+    await rt.runPromise(store.append(one, [c!]))
+    // Another process: its view comes from the stream (head read with the events).
+    const other = await rt.runPromise(makeHeldCallStore)
+    const loaded = (await rt.runPromise(other.load(heldId)))!
+    const three = await rt.runPromise(other.append(loaded, [d!]))
+    // A view without the head (as from the KV projection): the store reads the last commit once.
+    await rt.runPromise(store.append({ facts: three.facts, revision: 0 }, [e!]))
+    const commits = await rt.runPromise(storedCommits(heldId))
+    expect(commits.map((x) => x.commit.prev)).toEqual(["", ...commits.slice(0, -1).map((x) => commitDigest(x.data))])
+    expect(commits.every((x) => x.commit.sig === undefined && x.commit.key === undefined)).toBe(true)
+  })
+
+  it("with the kernel's key, every commit is signed over its canonical form and verifies; an edited event does not", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "wk-chain-"))
+    try {
+      generateKernelKey(join(dir, "kernel.key"))
+      const key = Either.getOrThrow(readKernelKey(join(dir, "kernel.key")))
+      const heldId = newHeldId()
+      const [a, b] = story(heldId)
+      const signed = await rt.runPromise(Effect.provideService(makeHeldCallStore, CommitSigningKey, key))
+      const one = await rt.runPromise(signed.append(fresh(heldId), [a!]))
+      await rt.runPromise(signed.append(one, [b!]))
+      const commits = await rt.runPromise(storedCommits(heldId))
+      expect(commits.map((x) => [x.commit.key, commitSignatureValid(x.commit)])).toEqual([[key.publicKey, true], [key.publicKey, true]])
+      expect(commits[1]!.commit.prev).toBe(commitDigest(commits[0]!.data))
+      const edited = { ...commits[1]!.commit, events: [{ ...commits[1]!.commit.events[0], at: "2020-01-01T00:00:00.000Z" }] as typeof commits[1]["commit"]["events"] }
+      expect(commitSignatureValid(edited)).toBe(false)
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 })
 

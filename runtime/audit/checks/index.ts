@@ -14,6 +14,7 @@ export { delivery } from "./Delivery.js"
 export { effectSafety } from "./EffectSafety.js"
 export { policyAuthority } from "./PolicyAuthority.js"
 export { signatures } from "./Signatures.js"
+export { commitChain, type ChainLink, type ChainFinding } from "./CommitChain.js"
 export { compareProjection, type ProjectionComparison } from "./Projection.js"
 export { rerunPlugins } from "./PluginRerun.js"
 
