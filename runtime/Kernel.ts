@@ -16,6 +16,7 @@ import { runArchiver } from "./loops/Archiver.js"
 import { runPolicyReevaluation } from "./loops/PolicyReevaluation.js"
 import { layerAllowLatency } from "./loops/AllowLatency.js"
 import { runRecoverySweep } from "./loops/RecoverySweep.js"
+import { runCheckpointer } from "./loops/Checkpointer.js"
 import { serveProtocol } from "./protocol/Service.js"
 import { servePolicyApplyTool } from "./protocol/PolicyApplyTool.js"
 import { serveStatus } from "./protocol/Status.js"
@@ -94,6 +95,7 @@ export const runKernel = Effect.gen(function* () {
   const { owner, presenceIntervalMs } = yield* KernelConfig
   yield* runPresenceWatch(presenceIntervalMs)
   yield* runArchiver
+  yield* runCheckpointer
   yield* runRecoverySweep
   const { nc } = yield* Nats
   return { owner, server: nc.getServer() }

@@ -6,6 +6,7 @@ export const CheckName = Schema.Literal(
   "stream",
   "archive",
   "commit-chain",
+  "checkpoints",
   "signatures",
   "attestation-binding",
   "effect-safety",

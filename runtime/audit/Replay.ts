@@ -14,6 +14,8 @@ import { makePinnedWasmLoader } from "./PluginObjects.js"
 import { DefaultRegistrySkewMs, policyHistory, type PolicyHistory } from "./PolicyHistory.js"
 import { startupDigest } from "./TrustRoot.js"
 import { readOrdered, readSubject, streamLayout, type RawMessage, type ReadProgress } from "./StreamReader.js"
+import { CheckpointSubject } from "../schema/Checkpoint.js"
+import { checkpointsCheck, type HistoryMessage } from "./checks/Checkpoints.js"
 import { commitChain, compareProjection, rerunPlugins, type ChainLink, type CheckContext } from "./checks/index.js"
 import { readDeliveries } from "./Deliveries.js"
 import { readArchives } from "./Archives.js"
@@ -50,6 +52,8 @@ export interface ReplayOptions {
    * trusted as found and the report says the replay is unanchored.
    */
   readonly trust?: TrustRoot
+  /** A checkpoint the auditor kept elsewhere (`wk audit checkpoint --out`): it must be in the stream's checkpoint chain. */
+  readonly keptCheckpoint?: Uint8Array
   /** Called about once a second during long reads. */
   readonly onProgress?: (p: ReadProgress & { readonly phase: string }) => void
 }
@@ -113,6 +117,9 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
       verifier.submit(m.seq, m.data)
       log.signed.push(m.seq)
     }
+    // Checkpoints, and the policy and archive records their heads cover besides the calls.
+    const checkpointMsgs: Array<RawMessage> = []
+    const recordMsgs: Array<HistoryMessage> = []
     let events = 0
     let prevSeq = 0
     let firstSeq = 0
@@ -128,7 +135,8 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
       if (archived.seqs.has(m.seq)) hotArchived++
       prevSeq = m.seq
       const heldId = m.subject.startsWith(layout.prefix) ? m.subject.slice(layout.prefix.length) : m.subject
-      if (heldId === "_policy" || heldId === "_archive") return
+      if (heldId === CheckpointSubject) return void checkpointMsgs.push(m)
+      if (heldId === "_policy" || heldId === "_archive") return void recordMsgs.push({ name: heldId, seq: m.seq, data: m.data })
       let log = calls.get(heldId)
       if (log === undefined) calls.set(heldId, (log = { heldId, messages: [], signed: [] }))
       log.messages.push(m)
@@ -292,6 +300,11 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
       }
     }
 
+    const wholeStream = "fromSeq" in selection && selection.fromSeq <= 1
+    const checkpointCheck: CheckResult = wholeStream
+      ? checkpointsCheck(checkpointMsgs, historyOf(logs, recordMsgs), layout.lastSeq, kernelKeys, options.keptCheckpoint)
+      : skipped("checkpoints", "checkpoints are checked by a replay of the whole stream")
+
     const registryFinding = placement.finding()
     const registryViolations = [...registry.finding.violations, ...registryFinding.violations]
     const all: Array<CheckResult> = [
@@ -313,6 +326,7 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
         note: `${archived.records} archive(s) verified against their SHA-256; ${archivedCommits} archived commit(s) replayed`
       },
       chains.result("commit-chain", chainNote(chainGaps, kernelKeys !== undefined)),
+      checkpointCheck,
       ...held,
       projectionCheck,
       pinCheck,
@@ -416,6 +430,12 @@ const lastAtOf = (log: CallLog): number | null => {
     }
   }
   return null
+}
+
+/** Every message of the history read: the calls' commits (stream and archives) and the policy and archive records. */
+function* historyOf(logs: ReadonlyArray<CallLog>, records: ReadonlyArray<HistoryMessage>): Iterable<HistoryMessage> {
+  for (const log of logs) for (const m of log.messages) yield { name: log.heldId, seq: m.seq, data: m.data }
+  yield* records
 }
 
 /** Sequences in [from, to) that no archive record names (at most 100). */

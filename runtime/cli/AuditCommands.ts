@@ -1,7 +1,9 @@
 import { Command, Options } from "@effect/cli"
-import { Console, Effect, Option } from "effect"
+import { Console, Effect, Either, Layer, Option } from "effect"
 import { readFileSync, writeFileSync } from "node:fs"
-import type { NatsOptions } from "../ledger/Nats.js"
+import { layerNats, type NatsOptions } from "../ledger/Nats.js"
+import { latestCheckpoint, writeCheckpoint } from "../ledger/Checkpoints.js"
+import { checkpointSignatureValid, decodeCheckpoint } from "../schema/Checkpoint.js"
 import { natsOptionsFor } from "./Connect.js"
 import { exportOver } from "../audit/Export.js"
 import { replayOver, type Selection } from "../audit/Replay.js"
@@ -65,12 +67,14 @@ const replayCommand = Command.make(
     sessionsStream: Options.text("sessions-stream").pipe(Options.withDefault("WK_SESSIONS"), Options.withDescription("stream of delivered results to check")),
     pluginBucket: Options.text("plugin-bucket").pipe(Options.withDefault("wk_plugins"), Options.withDescription("object store of pinned plugins (for --rerun-plugins)")),
     trust: Options.text("trust").pipe(Options.optional, Options.withDescription("trust root file (admin keys, start-up profile digests, kernel keys) held out of band; without it the first policy record is trusted as found")),
+    checkpoint: Options.text("checkpoint").pipe(Options.optional, Options.withDescription("a checkpoint kept elsewhere (wk audit checkpoint --out): the stream's checkpoint chain must hold it")),
     strict: Options.boolean("strict").pipe(Options.withDescription("fail (exit 1) when no trust root anchors the replay")),
     quiet: Options.boolean("quiet").pipe(Options.withDescription("no progress lines on stderr"))
   },
   (o) =>
     Effect.gen(function* () {
       const trust = Option.isSome(o.trust) ? yield* readTrustRoot(o.trust.value) : undefined
+      const kept = Option.isSome(o.checkpoint) ? yield* readCheckpointFile(o.checkpoint.value) : undefined
       const chosen = [Option.isSome(o.fromSeq), Option.isSome(o.since), Option.isSome(o.held)].filter(Boolean).length
       if (chosen > 1) return yield* Effect.fail(new Error("choose one of --from-seq, --since, --held"))
       let selection: Selection = { fromSeq: Option.getOrElse(o.fromSeq, () => 1) }
@@ -88,6 +92,7 @@ const replayCommand = Command.make(
         rerunPlugins: o.rerunPlugins,
         pluginBucket: o.pluginBucket,
         ...(trust !== undefined ? { trust } : {}),
+        ...(kept !== undefined ? { keptCheckpoint: kept } : {}),
         ...(o.quiet ? {} : { onProgress: (p) => process.stderr.write(`${formatProgress(p)}\n`) })
       }))
       yield* Console.log(o.json ? JSON.stringify(report, null, 2) : formatReport(report))
@@ -143,6 +148,56 @@ const verifyCommand = Command.make(
     })
 ).pipe(Command.withDescription("Verify an exported held call offline"))
 
+/** A kept checkpoint file: the stored record's bytes, checked to decode as one. */
+const readCheckpointFile = (path: string) =>
+  Effect.try({
+    try: () => {
+      const data = new Uint8Array(readFileSync(path))
+      const d = decodeCheckpoint(data)
+      if (Either.isLeft(d)) throw new Error(`not a checkpoint: ${d.left.message.slice(0, 200)}`)
+      return data
+    },
+    catch: (e) => new Error(`--checkpoint ${path}: ${e instanceof Error ? e.message : String(e)}`)
+  })
+
+/**
+ * `wk audit checkpoint`: the newest signed checkpoint of WK_EVENTS, to keep outside the stream
+ * (`--out`); with `--key` (the kernel's key file) it first signs and stores a new one, as the
+ * kernel does every `WK_CHECKPOINT_INTERVAL_MS`.
+ */
+const checkpointCommand = Command.make(
+  "checkpoint",
+  {
+    user: connection.user,
+    pass: connection.pass,
+    out: Options.text("out").pipe(Options.optional, Options.withDescription("write the checkpoint (its stored bytes) to this file instead of stdout")),
+    key: Options.text("key").pipe(Options.optional, Options.withDescription("the kernel's key file: sign and store a new checkpoint first (needs a NATS user that may write WK_EVENTS; default the kernel's)"))
+  },
+  (o) =>
+    Effect.gen(function* () {
+      const key = Option.isSome(o.key) ? yield* readKernelKey(o.key.value) : undefined
+      const fromUrl = natsOptionsFor(key !== undefined ? "kernel" : "auditor")
+      const role = key !== undefined ? "kernel" : "auditor"
+      const nats: NatsOptions = { ...fromUrl, user: Option.getOrElse(o.user, () => fromUrl.user ?? role), pass: Option.getOrElse(o.pass, () => fromUrl.pass ?? `${role}-dev`) }
+      const stored = yield* Effect.gen(function* () {
+        if (key !== undefined) {
+          const written = yield* writeCheckpoint(key, new Date())
+          if (written !== null) return written
+        }
+        return yield* latestCheckpoint
+      }).pipe(
+        Effect.provide(Layer.mapError(layerNats({ name: "wk-checkpoint", ...nats }), (e) => new Error(`connect: ${e.message}`))),
+        Effect.mapError((e) => new Error(e.message))
+      )
+      if (stored === null) return yield* Effect.fail(new Error("WK_EVENTS holds no checkpoint yet: a kernel with a signing key writes one every WK_CHECKPOINT_INTERVAL_MS, or pass --key"))
+      if (!checkpointSignatureValid(stored.checkpoint)) return yield* Effect.fail(new Error(`the newest checkpoint (seq ${stored.seq}) does not verify under its key`))
+      const c = stored.checkpoint
+      process.stderr.write(`checkpoint seq ${stored.seq}: covers ${c.from_seq}..${c.last_seq}, ${c.heads.length} head(s), signed by ${c.key}\n`)
+      if (Option.isSome(o.out)) writeFileSync(o.out.value, stored.data)
+      else yield* Console.log(new TextDecoder().decode(stored.data))
+    })
+).pipe(Command.withDescription("Print or save the newest signed checkpoint of WK_EVENTS (to keep elsewhere); --key signs a new one first"))
+
 /** `wk audit key --out FILE`: a new kernel signing key; prints its public key for trust roots. */
 const keyCommand = Command.make(
   "key",
@@ -157,5 +212,5 @@ const keyCommand = Command.make(
 /** `wk audit`: replay, export and verify. */
 export const auditCommand = Command.make("audit").pipe(
   Command.withDescription("Auditor tools: replay the log and check every decision, export one call"),
-  Command.withSubcommands([replayCommand, exportCommand, verifyCommand, keyCommand])
+  Command.withSubcommands([replayCommand, exportCommand, verifyCommand, checkpointCommand, keyCommand])
 )
