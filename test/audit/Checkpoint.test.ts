@@ -2,7 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { NatsConnection } from "@nats-io/transport-node"
 import { DeliverPolicy, jetstream, jetstreamManager, StorageType } from "@nats-io/jetstream"
 import { Effect, Either } from "effect"
-import { mkdtempSync, rmSync } from "node:fs"
+import { spawn } from "node:child_process"
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { repoRoot } from "../../runtime/cli/Paths.js"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { DemoBank } from "../../runtime/executor/DemoBank.js"
@@ -116,6 +118,20 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true })
 })
 
+/** `wk` as a user runs it, against the test's server. */
+const wk = (args: ReadonlyArray<string>) =>
+  new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+    const env: Record<string, string | undefined> = { ...process.env, NATS_URL: `nats://${nats.servers.split(",")[0]}` }
+    delete env["WK_CONTEXT"]
+    delete env["WK_KERNEL_KEY"]
+    const child = spawn(process.execPath, [join(repoRoot, "runtime", "cli", "wk.mjs"), ...args], { cwd: repoRoot, env, stdio: ["ignore", "pipe", "pipe"] })
+    let stdout = ""
+    let stderr = ""
+    child.stdout.on("data", (d: Buffer) => void (stdout += d.toString()))
+    child.stderr.on("data", (d: Buffer) => void (stderr += d.toString()))
+    child.on("close", (code) => resolve({ code, stdout, stderr }))
+  })
+
 describe("signed checkpoints", () => {
   it("the kernel's checkpoints chain, cover the stream from seq 1 without gaps, are signed by its key, and the true history passes against them", async () => {
     expect(checkpoints.map((c) => c.checkpoint.from_seq)).toEqual([1, checkpoints[0]!.checkpoint.last_seq + 1])
@@ -207,4 +223,26 @@ describe("signed checkpoints", () => {
     }
     void carol
   })
+
+  it("wk audit checkpoint saves the newest checkpoint (auditor user), --key signs a new one first (kernel user), and wk audit replay --checkpoint accepts it", async () => {
+    const saved = join(dir, "ckpt.json")
+    const got = await wk(["audit", "checkpoint", "--out", saved])
+    expect(got.code).toBe(0)
+    expect(got.stderr).toMatch(/checkpoint seq \d+: covers \d+\.\.\d+, \d+ head\(s\), signed by /)
+    calls.push(await allowed(6))
+    const fresh = join(dir, "ckpt-fresh.json")
+    const signed = await wk(["audit", "checkpoint", "--key", join(dir, "kernel.key"), "--out", fresh])
+    expect(signed.code).toBe(0)
+    const freshRecord = JSON.parse(readFileSync(fresh, "utf8")) as Checkpoint
+    expect(freshRecord.heads.map((h) => h[0])).toContain(calls[calls.length - 1])
+    const trustFile = join(dir, "trust.json")
+    writeFileSync(trustFile, JSON.stringify(trusted()))
+    const ok = await wk(["audit", "replay", "--trust", trustFile, "--checkpoint", fresh, "--no-projection", "--quiet"])
+    expect(ok.stdout).toMatch(/checkpoints/)
+    expect(ok.code).toBe(0)
+    writeFileSync(join(dir, "bogus.json"), "{}")
+    const bad = await wk(["audit", "replay", "--checkpoint", join(dir, "bogus.json"), "--quiet"])
+    expect(bad.code).not.toBe(0)
+    expect(bad.stderr + bad.stdout).toMatch(/--checkpoint .*bogus\.json: not a checkpoint/)
+  }, 60_000)
 })
