@@ -5,7 +5,7 @@ import { canonicalize, heldIdOf } from "../schema/Canonical.js"
 import type { Envelope } from "../schema/Envelope.js"
 import { envelopeSignatureValid } from "../schema/EnvelopeSignature.js"
 import type { HeldEvent } from "../schema/Events.js"
-import type { PolicyApplied } from "../schema/PolicyApplied.js"
+import type { PolicyApplied, WitnessedSignatures } from "../schema/PolicyApplied.js"
 import type { Violation } from "./AuditReport.js"
 import type { Finding, Unverified } from "./checks/Check.js"
 import type { TrustRoot } from "./TrustRoot.js"
@@ -136,19 +136,18 @@ const verifyRecord = (
     if (change._tag === "Widening") return `widening applied without a second admin: epoch ${r.epoch} was applied at once on ${principal}'s request although it widens policy (${describe(change.widenings)})`
     return null
   }
-  const events = callEvents(by.held_id)
-  if (events === undefined || events.length === 0) return `epoch ${r.epoch} names the witnessed change ${by.held_id}, which has no events in the stream or its archives`
+  const signed = authorizingSignaturesOf(by, callEvents)
+  if (signed === undefined) return `epoch ${r.epoch} names the witnessed change ${by.held_id}, which has no events in the stream or its archives and its record carries no signatures`
   const reasons: Array<string> = []
-  for (const e of [...events].reverse()) {
-    if (e.type !== "call.proposed" || e.tool !== PolicyApplyTool || e.envelope === undefined) continue
+  for (const e of [...signed.proposals].reverse()) {
     const env = e.envelope
     const principal = principalOf(env)
-    const signed = signedChange(env.payload)
-    if (!envelopeSignatureValid(env) || signed === null) {
+    const change0 = signedChange(env.payload)
+    if (!envelopeSignatureValid(env) || change0 === null) {
       reasons.push(`generation ${e.generation}: the proposal is not a valid signed policy.apply or kernel_policy_apply proposal`)
       continue
     }
-    if (heldIdOf(principal, signed.call.session_id, signed.call.turn_id, signed.call.call_id, e.held_id_salt) !== by.held_id) {
+    if (heldIdOf(principal, change0.call.session_id, change0.call.turn_id, change0.call.call_id, e.held_id_salt) !== by.held_id) {
       reasons.push(`generation ${e.generation}: the signed request derives another held id`)
       continue
     }
@@ -156,30 +155,61 @@ const verifyRecord = (
       reasons.push(`policy change by a non-admin: ${principal}'s key is not a policy admin's in ${authority.label}`)
       continue
     }
-    const change = classifyChange(activePolicy(0, base), signed.profile, "profile")
+    const change = classifyChange(activePolicy(0, base), change0.profile, "profile")
     if (change._tag === "Invalid" || !sameProfiles(change.profiles, r.profiles)) {
       reasons.push(`generation ${e.generation}: the record does not hold exactly the profile ${principal} signed applied to ${authority.label}`)
       continue
     }
     if (change._tag === "Narrowing") return null
-    const seconds = events.filter((a): a is Extract<HeldEvent, { type: "attestation.accepted" }> => {
-      if (a.type !== "attestation.accepted") return false
-      const p = a.envelope.payload
+    const seconds = signed.approvals.filter((a) => {
+      const p = a.payload
       return (
         p["op"] === "attest" &&
         p["decision"] === "approve" &&
         p["held_id"] === by.held_id &&
         p["generation"] === e.generation &&
         p["call_digest"] === e.call_digest &&
-        principalOf(a.envelope) !== principal &&
-        authority.admin(principalOf(a.envelope), a.envelope.key) &&
-        envelopeSignatureValid(a.envelope)
+        principalOf(a) !== principal &&
+        authority.admin(principalOf(a), a.key) &&
+        envelopeSignatureValid(a)
       )
     })
     if (seconds.length > 0) return null
     reasons.push(`widening applied without a second admin: ${principal}'s change (${describe(change.widenings)}) carries no valid approval by another admin of ${authority.label}`)
   }
   return `epoch ${r.epoch} (witnessed change ${by.held_id}) is not authorized: ${reasons.length > 0 ? reasons.join("; ") : "the call has no signed policy.apply proposal"}`
+}
+
+/** A signed proposal of a witnessed change, as the record copies it or the call's history holds it. */
+interface SignedProposal {
+  readonly generation: number
+  readonly call_digest: string
+  readonly held_id_salt?: string | undefined
+  readonly envelope: Envelope
+}
+
+/**
+ * What authorized a witnessed change: the signatures its record carries, else the call's
+ * `call.proposed` envelopes of `kernel_policy_apply` and its accepted attestations (undefined
+ * when neither is there). Signatures verify on their own, wherever they were read.
+ */
+const authorizingSignaturesOf = (
+  by: { readonly held_id: string; readonly signatures?: WitnessedSignatures | undefined },
+  callEvents: (heldId: string) => ReadonlyArray<HeldEvent> | undefined
+): { readonly proposals: ReadonlyArray<SignedProposal>; readonly approvals: ReadonlyArray<Envelope> } | undefined => {
+  if (by.signatures !== undefined) {
+    const s = by.signatures
+    return { proposals: [{ generation: s.generation, call_digest: s.call_digest, held_id_salt: s.held_id_salt, envelope: s.proposal }], approvals: s.approvals }
+  }
+  const events = callEvents(by.held_id)
+  if (events === undefined || events.length === 0) return undefined
+  const proposals: Array<SignedProposal> = []
+  const approvals: Array<Envelope> = []
+  for (const e of events) {
+    if (e.type === "call.proposed" && e.tool === PolicyApplyTool && e.envelope !== undefined) proposals.push({ generation: e.generation, call_digest: e.call_digest, held_id_salt: e.held_id_salt, envelope: e.envelope })
+    else if (e.type === "attestation.accepted") approvals.push(e.envelope)
+  }
+  return { proposals, approvals }
 }
 
 /**

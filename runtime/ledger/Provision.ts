@@ -1,6 +1,7 @@
 import { Effect } from "effect"
 import { randomBytes } from "node:crypto"
 import { Objm } from "@nats-io/obj"
+import { errors } from "@nats-io/transport-node"
 import { ArchiveBucket } from "../schema/Archive.js"
 import { AckPolicy, DeliverPolicy, DiscardPolicy, RetentionPolicy, StorageType, type StreamConfig } from "@nats-io/jetstream"
 import { Buckets, Streams } from "../schema/Subjects.js"
@@ -65,11 +66,14 @@ export const streamConfigs = (replicas = 1, retention: RetentionConfig = Default
 
 /**
  * Creates what is missing and leaves existing streams and buckets (and their data) alone, except
- * for the retention limits, which are brought to the configured values.
+ * for the retention limits, which are brought to the configured values when the NATS user may
+ * reconfigure streams (the provisioner; the running kernel's user may not, and the limits it
+ * could not change are returned and reported).
  */
 export const provision = (replicas = 1, retention: RetentionConfig = DefaultRetention) =>
   Effect.gen(function* () {
     const { jsm, kvm, nc } = yield* Nats
+    const unchanged: Array<string> = []
     for (const cfg of streamConfigs(replicas, retention)) {
       yield* Effect.tryPromise({
         try: async () => {
@@ -80,7 +84,16 @@ export const provision = (replicas = 1, retention: RetentionConfig = DefaultRete
           const c = info.config
           // A stream made before deny_delete was provisioned gets it (it can be added, never removed).
           const denyDelete = cfg.deny_delete === true && c.deny_delete !== true ? { deny_delete: true } : {}
-          if (c.max_bytes !== limits.max_bytes || c.max_age !== limits.max_age || c.discard !== limits.discard || "deny_delete" in denyDelete) await jsm.streams.update(cfg.name, { ...c, ...limits, ...denyDelete })
+          if (c.max_bytes !== limits.max_bytes || c.max_age !== limits.max_age || c.discard !== limits.discard || "deny_delete" in denyDelete) {
+            try {
+              await jsm.streams.update(cfg.name, { ...c, ...limits, ...denyDelete })
+            } catch (e) {
+              // The running kernel's user may not reconfigure the evidence streams (nats.conf):
+              // the stream keeps its limits until `wk provision` runs as the provisioner.
+              if (!permissionDenied(e)) throw e
+              unchanged.push(`${cfg.name} (max_bytes ${c.max_bytes} -> ${limits.max_bytes}, max_age ${c.max_age} -> ${limits.max_age}${"deny_delete" in denyDelete ? ", deny_delete" : ""})`)
+            }
+          }
         },
         catch: (cause) => new LedgerError({ operation: `provision stream ${cfg.name}`, message: String(cause), cause })
       })
@@ -106,7 +119,19 @@ export const provision = (replicas = 1, retention: RetentionConfig = DefaultRete
       },
       catch: (cause) => new LedgerError({ operation: "provision the kernel secret", message: String(cause), cause })
     })
+    if (unchanged.length > 0) {
+      yield* Effect.sync(() =>
+        console.error(`wk: kept the limits of ${unchanged.join("; ")}: this NATS user may not reconfigure them; run \`wk provision\` as the provisioner user to apply the configured retention`)
+      )
+    }
+    return { unchanged }
   })
+
+/** A JetStream API request refused by the server's permissions (nats.conf). */
+const permissionDenied = (e: unknown): boolean => {
+  for (let c: unknown = e; c instanceof Error; c = c.cause) if (c instanceof errors.PermissionViolationError || /permissions violation/i.test(c.message)) return true
+  return false
+}
 
 /** The durable consumer on `WK_WAKES` every kernel process shares: each wake is handled by one of them. */
 export const ControllerConsumer = "wk-controller"

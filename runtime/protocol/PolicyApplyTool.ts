@@ -6,10 +6,46 @@ import { PolicyStore } from "../policy/PolicyStore.js"
 import { classifyChange, holdsProfile, PolicyApplyTool } from "../policy/PolicyChange.js"
 import { Buckets, Subjects } from "../schema/Subjects.js"
 import { serveRequests } from "./internal/serveRequests.js"
+import { readEventsAfter } from "../ledger/EventLog.js"
+import type { HeldEvent } from "../schema/Events.js"
+import type { WitnessedSignatures } from "../schema/PolicyApplied.js"
 
 type Deps = Nats | PolicyStore | HeldCallStore | Driver
 /** Where an applied change is remembered under its idempotency key (read-back; at most one epoch bump). */
 const appliedKey = (idempotencyKey: string) => `applied.${idempotencyKey.replace(/[^A-Za-z0-9_-]/g, "_")}`
+
+/** The generation named by an idempotency key `<held id>:g<generation>` (undefined when it names none). */
+const generationOf = (key: string): number | undefined => {
+  const m = /:g(\d+)$/.exec(key)
+  return m === null ? undefined : Number(m[1])
+}
+
+/**
+ * The signed proposal of the change's generation and the approvals accepted for it, read from the
+ * call's history, to copy into the `policy.applied` record (empty when they cannot be read: the
+ * auditor then reads them from the call).
+ */
+const authorizingSignatures = (heldId: string, generation: number | undefined) =>
+  readEventsAfter(heldId, 0).pipe(
+    Effect.map((events): { signatures?: WitnessedSignatures } => {
+      const proposed = events.map((e) => e.event).filter((e): e is Extract<HeldEvent, { type: "call.proposed" }> => e.type === "call.proposed" && (generation === undefined || e.generation === generation)).at(-1)
+      if (proposed?.envelope === undefined) return {}
+      const approvals = events
+        .map((e) => e.event)
+        .filter((e): e is Extract<HeldEvent, { type: "attestation.accepted" }> => e.type === "attestation.accepted" && e.generation === proposed.generation)
+        .map((e) => e.envelope)
+      return {
+        signatures: {
+          generation: proposed.generation,
+          call_digest: proposed.call_digest,
+          ...(proposed.held_id_salt !== undefined ? { held_id_salt: proposed.held_id_salt } : {}),
+          proposal: proposed.envelope,
+          approvals
+        }
+      }
+    }),
+    Effect.orElseSucceed(() => ({}))
+  )
 
 /**
  * Serves `kernel_policy_apply` as a tool on the kernel's own connection, so a policy change
@@ -34,7 +70,8 @@ export const servePolicyApplyTool = Effect.gen(function* () {
       if (change._tag === "Invalid") return { ok: false, error: change.message }
       const changed = !holdsProfile(policy.profiles, change.profile)
       // The idempotency key is `<held id>:g<generation>` (proposedEvent): the record names the call.
-      const epoch = changed ? (yield* store.apply(change.profiles, { held_id: key.split(":")[0]! })).epoch : policy.epoch
+      const heldId = key.split(":")[0]!
+      const epoch = changed ? (yield* store.apply(change.profiles, { held_id: heldId, ...(yield* authorizingSignatures(heldId, generationOf(key))) })).epoch : policy.epoch
       const result = { policy_epoch: epoch, profile: change.profile.name }
       yield* Effect.promise(() => bucket.put(appliedKey(key), JSON.stringify(result)))
       return { ok: true, result }

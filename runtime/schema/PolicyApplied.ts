@@ -12,7 +12,24 @@ import { Profile } from "./Profile.js"
  * narrowing), or the witnessed `kernel_policy_apply` call that ran (`held_id`). Absent: the
  * profile files at start-up (or a kernel that did not record it).
  */
-export const AppliedBy = Schema.Union(Schema.Struct({ envelope: Envelope }), Schema.Struct({ held_id: Schema.String }))
+/**
+ * The signatures that authorized a witnessed change, copied into its record so the record is
+ * evidence on its own: the admin's signed proposal of the generation that ran (with what derives
+ * its held id and digest) and every accepted approval of that generation.
+ */
+export const WitnessedSignatures = Schema.Struct({
+  generation: Schema.Int,
+  call_digest: Schema.String,
+  held_id_salt: Schema.optional(Schema.String),
+  proposal: Envelope,
+  approvals: Schema.Array(Envelope)
+})
+export type WitnessedSignatures = typeof WitnessedSignatures.Type
+
+export const AppliedBy = Schema.Union(
+  Schema.Struct({ envelope: Envelope }),
+  Schema.Struct({ held_id: Schema.String, signatures: Schema.optional(WitnessedSignatures) })
+)
 export type AppliedBy = typeof AppliedBy.Type
 
 export const PolicyApplied = Schema.Struct({

@@ -4,6 +4,7 @@ import { errors, type NatsConnection } from "@nats-io/transport-node"
 import { Effect } from "effect"
 import { layerNats } from "../../runtime/ledger/Nats.js"
 import { provision } from "../../runtime/ledger/Provision.js"
+import { DefaultRetention } from "../../runtime/ledger/Retention.js"
 import { Streams, Subjects } from "../../runtime/schema/Subjects.js"
 import { connectAs } from "../support/Principals.js"
 import { Roles, startTestNats, type TestNats } from "../support/TestNats.js"
@@ -17,13 +18,16 @@ const permissionDenied = (e: unknown): boolean => {
 
 let nats: TestNats
 let kernel: NatsConnection
+let provisioner: NatsConnection
 beforeAll(async () => {
   nats = await startTestNats()
   await Effect.runPromise(provision().pipe(Effect.provide(layerNats({ servers: nats.servers, ...Roles.kernel }))))
   kernel = await connectAs(nats.servers, "kernel")
+  provisioner = await connectAs(nats.servers, "provisioner")
 })
 afterAll(async () => {
   await kernel?.close()
+  await provisioner?.close()
   await nats?.dispose()
 })
 
@@ -44,8 +48,35 @@ describe("WK_EVENTS under the kernel's credentials", () => {
     const info = await jsm.streams.info(Streams.events)
     expect(info.config.deny_delete).toBe(true)
     expect(info.config.deny_purge).toBeFalsy()
-    await expect(jsm.streams.update(Streams.events, { ...info.config, deny_delete: false })).rejects.toThrow(/deny message deletes/)
+    const admin = await jetstreamManager(provisioner, { timeout: 3000 })
+    await expect(admin.streams.update(Streams.events, { ...info.config, deny_delete: false })).rejects.toThrow(/deny message deletes/)
     const purged = await jsm.streams.purge(Streams.events, { filter: subject })
     expect(purged.purged).toBe(1)
+  })
+})
+
+describe("the evidence streams' configuration under the kernel's credentials", () => {
+  it("cannot shrink a stream's limits (which would discard history), purge the deliveries, or turn deny_delete off; the provisioner can change limits", async () => {
+    const jsm = await jetstreamManager(kernel, { timeout: 3000 })
+    const before = await jsm.streams.info(Streams.events)
+    await expect(jsm.streams.update(Streams.events, { ...before.config, max_msgs: 1 })).rejects.toSatisfy(permissionDenied)
+    await expect(jsm.streams.update(Streams.sessions, { ...(await jsm.streams.info(Streams.sessions)).config, max_age: 1_000_000_000 })).rejects.toSatisfy(permissionDenied)
+    await expect(jsm.streams.update(Streams.wakes, { ...(await jsm.streams.info(Streams.wakes)).config, max_msgs: 1 })).rejects.toSatisfy(permissionDenied)
+    await expect(jsm.streams.purge(Streams.sessions)).rejects.toSatisfy(permissionDenied)
+    await expect(jsm.streams.update("KV_wk_policy", { ...(await jsm.streams.info("KV_wk_policy")).config, max_msgs: 1 })).rejects.toSatisfy(permissionDenied)
+    const after = await jsm.streams.info(Streams.events)
+    expect(after.config.max_msgs).toBe(before.config.max_msgs)
+    expect(after.state.messages).toBe(before.state.messages)
+  })
+
+  it("provisioning as the kernel keeps the limits it may not change and says so; `provision` as the provisioner applies them", async () => {
+    const retention = { ...DefaultRetention, eventsMaxBytes: 512 * 1024 * 1024 }
+    const asKernel = await Effect.runPromise(provision(1, retention).pipe(Effect.provide(layerNats({ servers: nats.servers, ...Roles.kernel }))))
+    expect(asKernel.unchanged).toEqual([expect.stringMatching(/^WK_EVENTS \(max_bytes \d+ -> 536870912/)])
+    const jsm = await jetstreamManager(kernel, { timeout: 3000 })
+    expect((await jsm.streams.info(Streams.events)).config.max_bytes).not.toBe(512 * 1024 * 1024)
+    const asProvisioner = await Effect.runPromise(provision(1, retention).pipe(Effect.provide(layerNats({ servers: nats.servers, ...Roles.provisioner }))))
+    expect(asProvisioner.unchanged).toEqual([])
+    expect((await jsm.streams.info(Streams.events)).config.max_bytes).toBe(512 * 1024 * 1024)
   })
 })

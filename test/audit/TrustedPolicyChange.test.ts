@@ -44,11 +44,50 @@ describe("a witnessed widening under a trust root", () => {
     expect(r.policy_epochs).toEqual([1, 2])
   })
 
-  it("the second admin's approval removed from a copy: epoch 2 is not trusted", async () => {
-    const stream = await copyStream(kernelConn, await readAll(kernelConn), (ms) => ms.filter((m) => !(m.subject === `wk.v1.events.${heldId}` && m.body["type"] === "attestation.accepted")))
+  it("the record carries the signatures that authorized it: the admin's signed proposal and the second admin's approval", async () => {
+    const record = (await readAll(kernelConn)).find((m) => m.subject === "wk.v1.events._policy" && m.body["epoch"] === 2)!
+    const by = record.body["applied_by"] as { held_id: string; signatures: { proposal: { payload: Record<string, unknown> }; approvals: Array<{ payload: Record<string, unknown> }> } }
+    expect(by.held_id).toBe(heldId)
+    expect(by.signatures.proposal.payload["principal"]).toBe("admin:root")
+    expect(by.signatures.approvals.map((a) => [a.payload["principal"], a.payload["decision"]])).toEqual([["admin:ops", "approve"]])
+  })
+
+  it("the change's call removed from a copy: the record's own signatures still prove epoch 2", async () => {
+    const stream = await copyStream(kernelConn, await readAll(kernelConn), (ms) => ms.filter((m) => m.subject !== `wk.v1.events.${heldId}`))
+    const r = await replayAs(nats.servers, "kernel", { stream, factsBucket: null, sessionsStream: null, trust: trustRootFor([profile]) })
+    expect(checkOf(r, "registry")).toMatchObject({ status: "passed", violations: [] })
+    expect(r.policy_epochs).toEqual([1, 2])
+  })
+
+  it("the second admin's approval removed from the call and from the record's signatures: epoch 2 is not trusted", async () => {
+    const stream = await copyStream(kernelConn, await readAll(kernelConn), (ms) =>
+      ms
+        .filter((m) => !(m.subject === `wk.v1.events.${heldId}` && m.body["type"] === "attestation.accepted"))
+        .map((m) => {
+          if (m.subject !== "wk.v1.events._policy" || m.body["epoch"] !== 2) return m
+          const by = m.body["applied_by"] as { signatures: { approvals: Array<unknown> } }
+          by.signatures.approvals = []
+          return m
+        })
+    )
     const r = await replayAs(nats.servers, "kernel", { stream, factsBucket: null, trust: trustRootFor([profile]) })
     expect(failedChecks(r)).toContain("registry")
     expect(checkOf(r, "registry").violations[0]!.message).toMatch(/^epoch 2 \(witnessed change h_\w+\) is not authorized: widening applied without a second admin/)
     expect(r.policy_epochs).toEqual([1])
+  })
+
+  it("the record's signatures stripped and the call's approval removed (the older record shape): epoch 2 is not trusted", async () => {
+    const stream = await copyStream(kernelConn, await readAll(kernelConn), (ms) =>
+      ms
+        .filter((m) => !(m.subject === `wk.v1.events.${heldId}` && m.body["type"] === "attestation.accepted"))
+        .map((m) => {
+          if (m.subject !== "wk.v1.events._policy" || m.body["epoch"] !== 2) return m
+          delete (m.body["applied_by"] as { signatures?: unknown }).signatures
+          return m
+        })
+    )
+    const r = await replayAs(nats.servers, "kernel", { stream, factsBucket: null, trust: trustRootFor([profile]) })
+    expect(failedChecks(r)).toContain("registry")
+    expect(checkOf(r, "registry").violations[0]!.message).toMatch(/widening applied without a second admin/)
   })
 })

@@ -23,6 +23,7 @@ export const TestEchoTools = [
 /** Dev credentials of each role in nats.conf (and the test tool service the test config adds). */
 export const Roles = {
   kernel: { user: "kernel", pass: "kernel-dev" },
+  provisioner: { user: "provisioner", pass: "provisioner-dev" },
   agent: { user: "agent", pass: "agent-dev" },
   witness: { user: "witness", pass: "witness-dev" },
   /** The shared tool login: it serves nothing (each tool service has its own user). */
