@@ -7,6 +7,7 @@ export const CheckName = Schema.Literal(
   "archive",
   "commit-chain",
   "checkpoints",
+  "store-time",
   "signatures",
   "attestation-binding",
   "effect-safety",

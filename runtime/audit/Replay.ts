@@ -15,6 +15,8 @@ import { DefaultRegistrySkewMs, policyHistory, type PolicyHistory } from "./Poli
 import { startupDigest } from "./TrustRoot.js"
 import { readOrdered, readSubject, streamLayout, type RawMessage, type ReadProgress } from "./StreamReader.js"
 import { CheckpointSubject } from "../schema/Checkpoint.js"
+import { KeyRotationSubject } from "../schema/KeyRotation.js"
+import { kernelKeysOf } from "./KernelKeys.js"
 import { checkpointsCheck, type HistoryMessage } from "./checks/Checkpoints.js"
 import { commitChain, compareProjection, rerunPlugins, type ChainLink, type CheckContext } from "./checks/index.js"
 import { readDeliveries } from "./Deliveries.js"
@@ -43,6 +45,11 @@ export interface ReplayOptions {
   readonly pluginBucket?: string
   /** Tolerance around policy changes (see PolicyHistory). */
   readonly registrySkewMs?: number
+  /**
+   * How far the server's store time of a commit may be from its events' time (default 5 min):
+   * a history rebuilt later is stored at rebuild time (`store-time`).
+   */
+  readonly storeSkewMs?: number
   /** How long outstanding kernel work may take before it counts as missed (default 30 s). */
   readonly settleMs?: number
   /** Worker threads verifying signatures during the read (default: none on one core, else cores - 1, 2 to 4; 0: main thread). */
@@ -120,6 +127,7 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
     // Checkpoints, and the policy and archive records their heads cover besides the calls.
     const checkpointMsgs: Array<RawMessage> = []
     const recordMsgs: Array<HistoryMessage> = []
+    const rotationMsgs: Array<RawMessage> = []
     let events = 0
     let prevSeq = 0
     let firstSeq = 0
@@ -136,7 +144,12 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
       prevSeq = m.seq
       const heldId = m.subject.startsWith(layout.prefix) ? m.subject.slice(layout.prefix.length) : m.subject
       if (heldId === CheckpointSubject) return void checkpointMsgs.push(m)
-      if (heldId === "_policy" || heldId === "_archive") return void recordMsgs.push({ name: heldId, seq: m.seq, data: m.data })
+      // Records (`_policy`, `_archive`, `_keys`): not calls, but covered by the checkpoints' heads.
+      if (heldId.startsWith("_")) {
+        recordMsgs.push({ name: heldId, seq: m.seq, data: m.data })
+        if (heldId === KeyRotationSubject) rotationMsgs.push(m)
+        return
+      }
       let log = calls.get(heldId)
       if (log === undefined) calls.set(heldId, (log = { heldId, messages: [], signed: [] }))
       log.messages.push(m)
@@ -228,9 +241,14 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
     // Calls whose verdicts are in are checked while the workers verify the rest; results are
     // tallied in stream order whatever order they were checked in.
     const audited: Array<{ readonly stream: ReadonlyArray<Violation>; readonly call?: AuditedCall }> = new Array(logs.length)
-    const kernelKeys = options.trust !== undefined && options.trust.kernel_keys.length > 0 ? new Set(options.trust.kernel_keys) : undefined
+    // A selection reads only its calls: rotation records are read on their own subject then.
+    const rotations = wholeStreamSelected(selection) ? rotationMsgs : yield* readSubject(stream, `${layout.prefix}${KeyRotationSubject}`)
+    const kernelKeys = options.trust !== undefined && options.trust.kernel_keys.length > 0 ? kernelKeysOf(options.trust.kernel_keys, rotations) : undefined
     const chains = tally()
     const chainGaps = { unchained: 0, unsigned: 0, unanchored: 0 }
+    const storeSkewMs = options.storeSkewMs ?? DefaultStoreSkewMs
+    const storeTimeViolations: Array<Violation> = []
+    let storeTimed = 0
     let waiting = logs.map((_, i) => i)
     while (waiting.length > 0) {
       const later: Array<number> = []
@@ -240,7 +258,9 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
           later.push(i)
           continue
         }
-        const d = decodeLog(log)
+        const d = decodeLog(log, storeSkewMs)
+        if (d.storeTime.length > 0) storeTimeViolations.push(...d.storeTime)
+        storeTimed += d.storeTimed
         const chain = commitChain(log.heldId, d.links, kernelKeys)
         chains.add("commit-chain", chain)
         if (chain.unchained) chainGaps.unchained++
@@ -300,8 +320,7 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
       }
     }
 
-    const wholeStream = "fromSeq" in selection && selection.fromSeq <= 1
-    const checkpointCheck: CheckResult = wholeStream
+    const checkpointCheck: CheckResult = wholeStreamSelected(selection)
       ? checkpointsCheck(checkpointMsgs, historyOf(logs, recordMsgs), layout.lastSeq, kernelKeys, options.keptCheckpoint)
       : skipped("checkpoints", "checkpoints are checked by a replay of the whole stream")
 
@@ -325,8 +344,16 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
         unverified: [],
         note: `${archived.records} archive(s) verified against their SHA-256; ${archivedCommits} archived commit(s) replayed`
       },
-      chains.result("commit-chain", chainNote(chainGaps, kernelKeys !== undefined)),
+      withViolations(chains.result("commit-chain", chainNote(chainGaps, kernelKeys !== undefined)), kernelKeys?.violations ?? []),
       checkpointCheck,
+      {
+        name: "store-time",
+        status: storeTimeViolations.length > 0 ? "failed" : "passed",
+        checked: storeTimed,
+        violations: storeTimeViolations,
+        unverified: [],
+        note: `store times within ${Math.round(storeSkewMs / 1000)} s of their events' time (archived commits carry none)`
+      },
       ...held,
       projectionCheck,
       pinCheck,
@@ -371,7 +398,14 @@ interface DecodedLog {
   readonly events: ReadonlyArray<SequencedEvent>
   readonly links: ReadonlyArray<ChainLink>
   readonly violations: ReadonlyArray<Violation>
+  /** `store-time` violations: commits stored far from their events' time. */
+  readonly storeTime: ReadonlyArray<Violation>
+  /** Commits whose store time was compared (archived ones carry none). */
+  readonly storeTimed: number
 }
+
+/** Default tolerance between a commit's store time and its events' time. */
+export const DefaultStoreSkewMs = 5 * 60_000
 
 const EnvelopeKey = Buffer.from('"envelope"')
 // Buffer's native search works on any Uint8Array: no Buffer view per message.
@@ -382,10 +416,12 @@ const indexOf = Buffer.prototype.indexOf as (this: Uint8Array, value: Uint8Array
  * commit that does not decode, a commit or an event naming another held call than the subject's,
  * and an event id repeated inside one commit (the kernel never writes one) are stream violations.
  */
-const decodeLog = (log: CallLog): DecodedLog => {
+const decodeLog = (log: CallLog, storeSkewMs: number): DecodedLog => {
   const events: Array<SequencedEvent> = []
   const links: Array<ChainLink> = []
   const violations: Array<Violation> = []
+  const storeTime: Array<Violation> = []
+  let storeTimed = 0
   const fail = (seq: number, message: string) => void violations.push({ check: "stream", held_id: log.heldId, seqs: [seq], message })
   for (const m of log.messages) {
     let commit: Commit
@@ -396,6 +432,21 @@ const decodeLog = (log: CallLog): DecodedLog => {
       continue
     }
     links.push({ seq: m.seq, data: m.data, commit })
+    if (m.time > 0) {
+      storeTimed++
+      const at = Date.parse(commit.events[commit.events.length - 1]!.at)
+      const off = m.time - at
+      if (Number.isFinite(at) && Math.abs(off) > storeSkewMs) {
+        storeTime.push({
+          check: "store-time",
+          held_id: log.heldId,
+          seqs: [m.seq],
+          message: off > 0
+            ? `seq ${m.seq} was stored ${Math.round(off / 1000)} s after its events' time: the commit was written again later (a rebuilt history), or a clock is off`
+            : `seq ${m.seq} was stored ${Math.round(-off / 1000)} s before its events' time: its events' time was changed, or a clock is off`
+        })
+      }
+    }
     if (commit.held_id !== log.heldId) fail(m.seq, `a commit of ${commit.held_id} is stored on the subject of ${log.heldId}`)
     const ids = new Map<string, number>()
     for (let index = 0; index < commit.events.length; index++) {
@@ -407,7 +458,7 @@ const decodeLog = (log: CallLog): DecodedLog => {
       events.push({ seq: m.seq, index, event })
     }
   }
-  return { events, links, violations }
+  return { events, links, violations, storeTime, storeTimed }
 }
 
 /** What the commit-chain check could not prove, said plainly (nothing when everything was chained and anchored). */
@@ -431,6 +482,13 @@ const lastAtOf = (log: CallLog): number | null => {
   }
   return null
 }
+
+/** Whether the selection reads the whole stream (every record and checkpoint comes with it). */
+const wholeStreamSelected = (selection: Selection): boolean => "fromSeq" in selection && selection.fromSeq <= 1
+
+/** A check's result with more violations (failed when there are any). */
+const withViolations = (r: CheckResult, more: ReadonlyArray<Violation>): CheckResult =>
+  more.length === 0 ? r : { ...r, status: "failed", violations: [...r.violations, ...more] }
 
 /** Every message of the history read: the calls' commits (stream and archives) and the policy and archive records. */
 function* historyOf(logs: ReadonlyArray<CallLog>, records: ReadonlyArray<HistoryMessage>): Iterable<HistoryMessage> {

@@ -3,6 +3,7 @@ import { Console, Effect, Either, Layer, Option } from "effect"
 import { readFileSync, writeFileSync } from "node:fs"
 import { layerNats, type NatsOptions } from "../ledger/Nats.js"
 import { latestCheckpoint, writeCheckpoint } from "../ledger/Checkpoints.js"
+import { recordKeyRotation } from "../ledger/KeyRotations.js"
 import { checkpointSignatureValid, decodeCheckpoint } from "../schema/Checkpoint.js"
 import { natsOptionsFor } from "./Connect.js"
 import { exportOver } from "../audit/Export.js"
@@ -67,6 +68,7 @@ const replayCommand = Command.make(
     sessionsStream: Options.text("sessions-stream").pipe(Options.withDefault("WK_SESSIONS"), Options.withDescription("stream of delivered results to check")),
     pluginBucket: Options.text("plugin-bucket").pipe(Options.withDefault("wk_plugins"), Options.withDescription("object store of pinned plugins (for --rerun-plugins)")),
     trust: Options.text("trust").pipe(Options.optional, Options.withDescription("trust root file (admin keys, start-up profile digests, kernel keys) held out of band; without it the first policy record is trusted as found")),
+    storeSkew: Options.integer("store-skew").pipe(Options.optional, Options.withDescription("seconds a commit's store time may differ from its events' time (default 300)")),
     checkpoint: Options.text("checkpoint").pipe(Options.optional, Options.withDescription("a checkpoint kept elsewhere (wk audit checkpoint --out): the stream's checkpoint chain must hold it")),
     strict: Options.boolean("strict").pipe(Options.withDescription("fail (exit 1) when no trust root anchors the replay")),
     quiet: Options.boolean("quiet").pipe(Options.withDescription("no progress lines on stderr"))
@@ -93,6 +95,7 @@ const replayCommand = Command.make(
         pluginBucket: o.pluginBucket,
         ...(trust !== undefined ? { trust } : {}),
         ...(kept !== undefined ? { keptCheckpoint: kept } : {}),
+        ...(Option.isSome(o.storeSkew) ? { storeSkewMs: o.storeSkew.value * 1000 } : {}),
         ...(o.quiet ? {} : { onProgress: (p) => process.stderr.write(`${formatProgress(p)}\n`) })
       }))
       yield* Console.log(o.json ? JSON.stringify(report, null, 2) : formatReport(report))
@@ -198,16 +201,37 @@ const checkpointCommand = Command.make(
     })
 ).pipe(Command.withDescription("Print or save the newest signed checkpoint of WK_EVENTS (to keep elsewhere); --key signs a new one first"))
 
-/** `wk audit key --out FILE`: a new kernel signing key; prints its public key for trust roots. */
+/**
+ * `wk audit key --out FILE`: a new kernel signing key; prints its public key for trust roots.
+ * With `--rotate-from OLD`, the old key hands its authority on to the new one: a rotation record
+ * signed by both is stored in WK_EVENTS (as the kernel user), so auditors whose root lists the old
+ * key trust the new one for what is stored after the record.
+ */
 const keyCommand = Command.make(
   "key",
-  { out: Options.text("out").pipe(Options.withDescription("the key file to create (mode 0600; an existing file is never overwritten)")) },
+  {
+    out: Options.text("out").pipe(Options.withDescription("the key file to create (mode 0600; an existing file is never overwritten)")),
+    rotateFrom: Options.text("rotate-from").pipe(Options.optional, Options.withDescription("the key file of the kernel key in use: record in WK_EVENTS that it hands on to the new key")),
+    user: connection.user,
+    pass: connection.pass
+  },
   (o) =>
     Effect.gen(function* () {
+      const old = Option.isSome(o.rotateFrom) ? yield* readKernelKey(o.rotateFrom.value) : undefined
       const publicKey = yield* Effect.try({ try: () => generateKernelKey(o.out), catch: (e) => new Error(`cannot create ${o.out}: ${String(e)}`) })
+      if (old !== undefined) {
+        const fresh = yield* readKernelKey(o.out)
+        const fromUrl = natsOptionsFor("kernel")
+        const nats: NatsOptions = { ...fromUrl, user: Option.getOrElse(o.user, () => fromUrl.user ?? "kernel"), pass: Option.getOrElse(o.pass, () => fromUrl.pass ?? "kernel-dev") }
+        const stored = yield* recordKeyRotation(old, fresh, new Date()).pipe(
+          Effect.provide(Layer.mapError(layerNats({ name: "wk-key-rotation", ...nats }), (e) => new Error(`connect: ${e.message}`))),
+          Effect.mapError((e) => new Error(`the new key ${o.out} was made but its rotation was not recorded: ${e.message}`))
+        )
+        process.stderr.write(`rotation recorded at seq ${stored.seq}: ${old.publicKey} -> ${publicKey}; restart the kernels with WK_KERNEL_KEY=${o.out}\n`)
+      }
       yield* Console.log(publicKey)
     })
-).pipe(Command.withDescription("Create a kernel signing key (for signed exports) and print its public key for the trust root's kernel_keys"))
+).pipe(Command.withDescription("Create a kernel signing key and print its public key for the trust root's kernel_keys; --rotate-from records the hand-over from the key in use"))
 
 /** `wk audit`: replay, export and verify. */
 export const auditCommand = Command.make("audit").pipe(

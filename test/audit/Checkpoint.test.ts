@@ -70,7 +70,7 @@ const copyRaw = async (messages: ReadonlyArray<Raw>, edit: (ms: Array<Raw>) => A
 const on = (id: string) => `wk.v1.events.${id}`
 const CheckpointOn = on("_checkpoint")
 const trusted = () => ({ ...trustRootFor([profile]), kernel_keys: [key.publicKey] })
-const replayCopy = (stream: string, extra: { keptCheckpoint?: Uint8Array } = {}) =>
+const replayCopy = (stream: string, extra: { keptCheckpoint?: Uint8Array; storeSkewMs?: number } = {}) =>
   replayAs(nats.servers, "kernel", { stream, factsBucket: null, sessionsStream: null, trust: trusted(), ...extra })
 const checkpointMessages = (r: Awaited<ReturnType<typeof replayCopy>>) => checkOf(r, "checkpoints").violations.map((v) => [v.held_id, v.message])
 
@@ -202,6 +202,16 @@ describe("signed checkpoints", () => {
     expect(checkpointMessages(r)).toContainEqual(["_checkpoint", expect.stringMatching(/signed by a key the trust root does not list/)])
   })
 
+  it("a history rebuilt later is stored at rebuild time: store-time names every commit stored long after its events' time", async () => {
+    const newestAt = Math.max(...original.filter((m) => m.subject.startsWith("wk.v1.events.h_")).map((m) => Date.parse((JSON.parse(new TextDecoder().decode(m.data)) as { events: Array<{ at: string }> }).events.at(-1)!.at)))
+    await eventually(async () => Date.now() - newestAt > 1200)
+    const honest = await replayAs(nats.servers, "auditor", { factsBucket: null, sessionsStream: null, storeSkewMs: 1000, selection: { held: calls[0]! } })
+    expect(checkOf(honest, "store-time")).toMatchObject({ status: "passed" })
+    const r = await replayCopy(await copyRaw(original), { storeSkewMs: 1000 })
+    expect(failedChecks(r)).toContain("store-time")
+    expect(checkOf(r, "store-time").violations[0]!.message).toMatch(/was stored \d+ s after its events' time: the commit was written again later/)
+  })
+
   it("a kernel with a key and WK_CHECKPOINT_INTERVAL_MS checkpoints on its own, continuing the chain", async () => {
     process.env["WK_CHECKPOINT_INTERVAL_MS"] = "100"
     const second = await startKernel(nats.servers, [profile])
@@ -240,6 +250,10 @@ describe("signed checkpoints", () => {
     const ok = await wk(["audit", "replay", "--trust", trustFile, "--checkpoint", fresh, "--no-projection", "--quiet"])
     expect(ok.stdout).toMatch(/checkpoints/)
     expect(ok.code).toBe(0)
+    const rotated = await wk(["audit", "key", "--out", join(dir, "next.key"), "--rotate-from", join(dir, "kernel.key")])
+    expect(rotated.code).toBe(0)
+    expect(rotated.stderr).toMatch(/rotation recorded at seq \d+: .+ -> .+; restart the kernels with WK_KERNEL_KEY=/)
+    expect(rotated.stdout.trim()).toBe(Either.getOrThrow(readKernelKey(join(dir, "next.key"))).publicKey)
     writeFileSync(join(dir, "bogus.json"), "{}")
     const bad = await wk(["audit", "replay", "--checkpoint", join(dir, "bogus.json"), "--quiet"])
     expect(bad.code).not.toBe(0)

@@ -1,6 +1,7 @@
 import { Either } from "effect"
 import { checkpointDigest, checkpointSignatureValid, decodeCheckpoint, type Checkpoint, type CheckpointHead } from "../../schema/Checkpoint.js"
 import type { CheckResult, Violation } from "../AuditReport.js"
+import type { KernelKeys } from "../KernelKeys.js"
 
 /** A message of the history as the auditor holds it (stream or archive): its subject name after the prefix, sequence and bytes. */
 export interface HistoryMessage {
@@ -37,7 +38,7 @@ export const checkpointsCheck = (
   stored: ReadonlyArray<CheckpointMessage>,
   history: Iterable<HistoryMessage>,
   lastSeq: number,
-  kernelKeys: ReadonlySet<string> | undefined,
+  kernelKeys: KernelKeys | undefined,
   kept: Uint8Array | undefined
 ): CheckResult => {
   const violations: Array<Violation> = []
@@ -53,7 +54,7 @@ export const checkpointsCheck = (
     const c = d.right
     const before = chain[chain.length - 1]
     if (!checkpointSignatureValid(c)) fail("_checkpoint", [m.seq], `checkpoint seq ${m.seq}'s signature does not verify under its key`)
-    else if (kernelKeys !== undefined && !kernelKeys.has(c.key)) fail("_checkpoint", [m.seq], `checkpoint seq ${m.seq} is signed by a key the trust root does not list as a kernel key`)
+    else if (kernelKeys !== undefined && !kernelKeys.trusts(c.key, m.seq)) fail("_checkpoint", [m.seq], `checkpoint seq ${m.seq} is signed by a key the trust root does not list as a kernel key`)
     else if (kernelKeys === undefined) unanchored++
     const expectedPrev = before === undefined ? "" : checkpointDigest(before.data)
     if (c.prev !== expectedPrev) {
@@ -114,7 +115,7 @@ export const checkpointsCheck = (
     const d = decodeCheckpoint(kept)
     if (Either.isLeft(d)) fail("_checkpoint", [], `the kept checkpoint is not a checkpoint: ${d.left.message.slice(0, 200)}`)
     else if (!checkpointSignatureValid(d.right)) fail("_checkpoint", [], "the kept checkpoint's signature does not verify under its key")
-    else if (kernelKeys !== undefined && !kernelKeys.has(d.right.key)) fail("_checkpoint", [], "the kept checkpoint is signed by a key the trust root does not list as a kernel key")
+    else if (kernelKeys !== undefined && !kernelKeys.keys.includes(d.right.key)) fail("_checkpoint", [], "the kept checkpoint is signed by a key the trust root does not list as a kernel key")
     else {
       const digest = checkpointDigest(kept)
       const at = chain.find((r) => checkpointDigest(r.data) === digest)

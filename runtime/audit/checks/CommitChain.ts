@@ -1,5 +1,6 @@
 import { commitDigest, commitSignatureValid, type Commit } from "../../schema/Commit.js"
 import { collector, type Finding } from "./Check.js"
+import type { KernelKeys } from "../KernelKeys.js"
 
 /** One stored commit of a call as the auditor read it (stream or archive): its bytes, decoded. */
 export interface ChainLink {
@@ -28,7 +29,7 @@ export interface ChainFinding extends Finding {
  * prove only that the commits were written by whoever holds the named key, and unchained or
  * unsigned histories are counted for the report's note, not taken as violations.
  */
-export const commitChain = (heldId: string, links: ReadonlyArray<ChainLink>, kernelKeys: ReadonlySet<string> | undefined): ChainFinding => {
+export const commitChain = (heldId: string, links: ReadonlyArray<ChainLink>, kernelKeys: KernelKeys | undefined): ChainFinding => {
   const c = collector("commit-chain", heldId)
   const chained = links.some((l) => l.commit.prev !== undefined)
   let before: ChainLink | undefined
@@ -50,7 +51,7 @@ export const commitChain = (heldId: string, links: ReadonlyArray<ChainLink>, ker
     }
     if (l.commit.sig !== undefined || l.commit.key !== undefined) {
       if (!commitSignatureValid(l.commit)) c.fail([l.seq], `seq ${l.seq}'s signature does not verify under its key`)
-      else if (kernelKeys !== undefined && !kernelKeys.has(l.commit.key!)) c.fail([l.seq], `seq ${l.seq} is signed by a key the trust root does not list as a kernel key`)
+      else if (kernelKeys !== undefined && !kernelKeys.trusts(l.commit.key!, l.seq)) c.fail([l.seq], `seq ${l.seq} is signed by a key the trust root does not list as a kernel key (nor a rotation from one before it)`)
       else if (kernelKeys === undefined) unanchored++
     } else if (kernelKeys !== undefined) c.fail([l.seq], `seq ${l.seq} is not signed, but the trust root names kernel keys`)
     else unsigned++
