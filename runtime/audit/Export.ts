@@ -46,7 +46,9 @@ export const exportHeld = (options: ExportOptions): Effect.Effect<ExportDocument
     // Events exactly as stored (commits decoded only to validate them), each at its address
     // (seq, index): nothing the kernel wrote is dropped.
     const events: Array<SequencedEvent> = []
+    const commits: Array<{ seq: number; stored: string }> = []
     for (const m of raw) {
+      commits.push({ seq: m.seq, stored: new TextDecoder().decode(m.data) })
       yield* Effect.try({ try: () => decodeCommitBytes(m.data), catch: auditError(`decode the commit at seq ${m.seq}`) })
       const stored = (JSON.parse(new TextDecoder().decode(m.data)) as { readonly events: ReadonlyArray<SequencedEvent["event"]> }).events
       stored.forEach((event, index) => events.push({ seq: m.seq, index, event }))
@@ -76,6 +78,7 @@ export const exportHeld = (options: ExportOptions): Effect.Effect<ExportDocument
       registry,
       keys,
       ...(delivered !== undefined ? { deliveries: delivered } : {}),
+      commits,
       events_digest: jcsDigest(events)
     }
     return doc

@@ -33,6 +33,13 @@ export const ExportDocument = Schema.Struct({
   deliveries: Schema.optional(
     Schema.Array(Schema.Struct({ seq: Schema.Int, held_id: Schema.String, delivery_id: Schema.String, outcome: Schema.NullOr(Schema.String), admission: Schema.NullOr(Schema.String), result: JsonValue }))
   ),
+  /**
+   * The call's commits exactly as stored (their JSON text): each names the digest of the one
+   * before (`prev`) and, from a kernel with a signing key, carries the kernel's signature, so the
+   * export is evidence without a signature of its own: `verifyExport` checks the chain, the
+   * signatures (against the trust root's kernel keys) and that `events` are these commits' events.
+   */
+  commits: Schema.optional(Schema.Array(Schema.Struct({ seq: Schema.Int, stored: Schema.String }))),
   /** sha256 of JCS(events): a receipt to quote when the document is handed over. */
   events_digest: Schema.String,
   /** The kernel key's signature over the rest of the document (`wk audit export --sign-with`). */

@@ -1,5 +1,8 @@
 import { Either, Schema } from "effect"
-import { jcsDigest } from "../schema/Canonical.js"
+import { canonicalize, jcsDigest } from "../schema/Canonical.js"
+import { decodeCommitBytes } from "../schema/Commit.js"
+import { commitChain, type ChainLink } from "./checks/CommitChain.js"
+import { kernelKeysOf } from "./KernelKeys.js"
 import type { Envelope } from "../schema/Envelope.js"
 import { auditHistories } from "./Audit.js"
 import type { CheckResult } from "./AuditReport.js"
@@ -37,9 +40,12 @@ export const verifyExport = (input: unknown, trust?: TrustRoot): ExportVerificat
   // The digest is only a checksum: what makes the document evidence is the kernel key's signature.
   const sig = doc.signature
   if (sig !== undefined && !documentSignatureValid(input as Record<string, unknown>, sig)) problems.push("the signature does not verify over the document")
+  // Signed commits make the events evidence on their own; a document signature vouches for the rest.
+  const chain = doc.commits === undefined ? undefined : commitProblems(doc, (input as { readonly events: unknown }).events, trust)
+  if (chain !== undefined) problems.push(...chain.problems)
   if (trust !== undefined) {
-    if (sig === undefined) problems.push("the export is not signed, and a trust root was given")
-    else if (!trust.kernel_keys.includes(sig.key)) problems.push(`the export is signed by ${sig.key}, not a kernel key of the trust root`)
+    if (sig !== undefined && !trust.kernel_keys.includes(sig.key)) problems.push(`the export is signed by ${sig.key}, not a kernel key of the trust root`)
+    else if (sig === undefined && chain?.signed !== true) problems.push("the export is not signed and its commits are not all signed by the kernel, and a trust root was given")
   }
   problems.push(...addressProblems(doc.events))
   for (const { seq, index, event } of doc.events) {
@@ -62,6 +68,35 @@ export const verifyExport = (input: unknown, trust?: TrustRoot): ExportVerificat
   })
   const violations = checks.reduce((n, c) => n + c.violations.length, 0)
   return { ok: problems.length === 0 && violations === 0, anchored: trust !== undefined, problems, checks }
+}
+
+/**
+ * The exported commits: each decodes, forms the call's chain (`commit-chain`, with the trust
+ * root's kernel keys when given), and together they hold exactly the exported events at their
+ * addresses. `signed`: every commit is signed by a trusted kernel key.
+ */
+const commitProblems = (doc: ExportDocument, events: unknown, trust: TrustRoot | undefined): { readonly problems: ReadonlyArray<string>; readonly signed: boolean } => {
+  const problems: Array<string> = []
+  const links: Array<ChainLink> = []
+  const fromCommits: Array<unknown> = []
+  for (const c of doc.commits ?? []) {
+    const data = new TextEncoder().encode(c.stored)
+    try {
+      const commit = decodeCommitBytes(data)
+      links.push({ seq: c.seq, data, commit })
+      const stored = (JSON.parse(c.stored) as { readonly events: ReadonlyArray<unknown> }).events
+      stored.forEach((event, index) => fromCommits.push({ seq: c.seq, index, event }))
+    } catch (e) {
+      problems.push(`the commit at seq ${c.seq} does not decode: ${String(e).slice(0, 200)}`)
+    }
+  }
+  // A document signed by the kernel vouches for its commits; otherwise they must carry the kernel's signatures.
+  const keys = trust !== undefined && trust.kernel_keys.length > 0 && doc.signature === undefined ? kernelKeysOf(trust.kernel_keys, []) : undefined
+  const chain = commitChain(doc.held_id, links, keys)
+  for (const v of chain.violations) problems.push(`commit-chain: ${v.message}`)
+  if (canonicalize(fromCommits) !== canonicalize(events)) problems.push("the events are not exactly the exported commits' events")
+  const signed = keys !== undefined && links.length > 0 && chain.violations.length === 0 && chain.unsigned === 0
+  return { problems, signed }
 }
 
 /**

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { NatsConnection } from "@nats-io/transport-node"
 import { DeliverPolicy, jetstream, jetstreamManager, StorageType } from "@nats-io/jetstream"
-import { Either } from "effect"
+import { Effect, Either } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -14,6 +14,10 @@ import { clientFor, connectAs, testProfile } from "../support/Principals.js"
 import { startKernel, type InProcessKernel } from "../support/InProcessKernel.js"
 import { eventually } from "../support/Stream.js"
 import { checkOf, failedChecks, replayAs, trustRootFor } from "./support.js"
+import { exportOver } from "../../runtime/audit/Export.js"
+import { verifyExport } from "../../runtime/audit/VerifyExport.js"
+import { jcsDigest } from "../../runtime/schema/Canonical.js"
+import { Roles } from "../support/TestNats.js"
 
 // A kernel that signs its commits (WK_KERNEL_KEY), a real history, and copies of the stream
 // rewritten commit by commit with the kernel's NATS credentials but without its key: the
@@ -217,5 +221,28 @@ describe("signed, chained commits", () => {
     })
     const r = await replayCopy(await copyRaw(original, edited), true)
     expect(chainMessages(r)).toEqual(expect.arrayContaining([[approved, expect.stringMatching(/signed by a key the trust root does not list/)]]))
+  })
+
+  it("an export of a signing kernel's call is evidence without a signature of its own: its commits verify against the trust root; an edited commit or event does not", async () => {
+    const doc = JSON.parse(JSON.stringify(await Effect.runPromise(exportOver({ servers: nats.servers, ...Roles.auditor }, { held: approved })))) as {
+      commits: Array<{ seq: number; stored: string }>
+      events: Array<{ event: Record<string, unknown> }>
+      events_digest: string
+    }
+    expect(doc.commits.length).toBeGreaterThanOrEqual(3)
+    expect(verifyExport(doc, trusted())).toMatchObject({ ok: true, anchored: true, problems: [] })
+
+    const storedEdit = structuredClone(doc)
+    storedEdit.commits[0]!.stored = storedEdit.commits[0]!.stored.replace('"amount":5000', '"amount":5')
+    expect(verifyExport(storedEdit, trusted()).problems).toEqual(expect.arrayContaining([expect.stringMatching(/^commit-chain: seq \d+'s signature does not verify/), "the events are not exactly the exported commits' events"]))
+
+    const eventEdit = structuredClone(doc)
+    eventEdit.events[0]!.event["at"] = new Date(0).toISOString()
+    eventEdit.events_digest = jcsDigest(eventEdit.events)
+    expect(verifyExport(eventEdit, trusted()).problems).toEqual(["the events are not exactly the exported commits' events"])
+
+    const truncated = structuredClone(doc)
+    truncated.commits = truncated.commits.slice(1)
+    expect(verifyExport(truncated, trusted()).problems).toContainEqual(expect.stringMatching(/^commit-chain: seq \d+ is the call's first commit but names a previous one/))
   })
 })
