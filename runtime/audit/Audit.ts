@@ -42,16 +42,18 @@ export const auditCall = (h: HeldHistory, ctx: CheckContext): AuditedCall => {
 }
 
 /**
- * Accumulates audited calls in order: the traces (steps dropped unless `keepSteps`, so a long
+ * Accumulates audited calls in order: the traces (steps dropped unless `keepSteps` says to keep
+ * them, for all calls or those it selects, so a long
  * replay stays in young GC) and the findings per check; `results` gives one result per check,
  * `delivery` noted when the context has no deliveries.
  */
-export const auditTally = (options: { readonly keepSteps?: boolean } = {}) => {
+export const auditTally = (options: { readonly keepSteps?: boolean | ((call: Traced) => boolean) } = {}) => {
   const t = tally()
   const traced: Array<Traced> = []
   const add = ({ call, findings }: AuditedCall) => {
     for (let i = 0; i < heldChecks.length; i++) t.add(heldChecks[i]!.name, findings[i]!)
-    traced.push(options.keepSteps === true ? call : { heldId: call.heldId, steps: [], facts: call.facts })
+    const keep = typeof options.keepSteps === "function" ? options.keepSteps(call) : options.keepSteps === true
+    traced.push(keep ? call : { heldId: call.heldId, steps: [], facts: call.facts })
   }
   // The registry's own history is checked where it is derived (TrustedRegistry, `registry`).
   const results = (ctx: CheckContext): ReadonlyArray<CheckResult> =>

@@ -39,7 +39,7 @@ export interface ReplayOptions {
   readonly factsBucket?: string | null
   /** The deliveries stream (default `WK_SESSIONS`); null skips reading it. */
   readonly sessionsStream?: string | null
-  /** Re-run recorded plugin decisions from the pinned wasm (`plugin-rerun`). */
+  /** Re-run recorded plugin decisions from the pinned wasm (`plugin-rerun`; default true, false leaves them unverified). */
   readonly rerunPlugins?: boolean
   /** The plugin object store (default `wk_plugins`). */
   readonly pluginBucket?: string
@@ -277,7 +277,7 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
       if (later.length > 0) yield* Effect.promise(() => verifier.next())
       waiting = later
     }
-    const tallied = auditTally({ keepSteps: options.rerunPlugins === true })
+    const tallied = auditTally({ keepSteps: options.rerunPlugins !== false && hasPluginDecision })
     let heldCalls = 0
     for (const a of audited) {
       if (a.stream.length > 0) streamViolations.push(...a.stream)
@@ -306,8 +306,8 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
 
     const pinCheck = yield* checkPins(policy, options.pluginBucket ?? PluginBucket)
 
-    let pluginCheck: CheckResult = skipped("plugin-rerun", "pass --rerun-plugins to re-run recorded plugin decisions")
-    if (options.rerunPlugins === true) {
+    let pluginCheck: CheckResult = skipped("plugin-rerun", "not re-run (--no-rerun): recorded plugin decisions are unverified")
+    if (options.rerunPlugins !== false) {
       const bucket = options.pluginBucket ?? PluginBucket
       const anyDecision = traced.some((c) => c.steps.some((s) => "decisions" in s.event && s.event.decisions.some((d) => d.digest !== undefined)))
       const loader = anyDecision ? yield* Effect.either(makePinnedWasmLoader(bucket)) : undefined
@@ -482,6 +482,10 @@ const lastAtOf = (log: CallLog): number | null => {
   }
   return null
 }
+
+/** Whether a call recorded a plugin decision the rerun can check (only those keep their steps). */
+const hasPluginDecision = (call: { readonly steps: ReadonlyArray<{ readonly event: HeldEvent }> }): boolean =>
+  call.steps.some((s) => "decisions" in s.event && s.event.decisions.some((d) => d.digest !== undefined))
 
 /** Whether the selection reads the whole stream (every record and checkpoint comes with it). */
 const wholeStreamSelected = (selection: Selection): boolean => "fromSeq" in selection && selection.fromSeq <= 1

@@ -68,8 +68,8 @@ describe("plugin-rerun", () => {
     const os = await new Objm(kernelConn).create(swapped)
     await os.putBlob({ name: `wasm/${spendLimit.sha256}` }, artifact("secret-scan").bytes)
     await os.putBlob({ name: `wasm/${secretScan.sha256}` }, artifact("secret-scan").bytes)
-    // Without re-running anything, the stored bytes are hashed against the pins.
-    const cheap = await replayAs(nats.servers, "kernel", { pluginBucket: swapped })
+    // Without re-running anything (--no-rerun), the stored bytes are hashed against the pins.
+    const cheap = await replayAs(nats.servers, "kernel", { pluginBucket: swapped, rerunPlugins: false })
     expect(failedChecks(cheap)).toEqual(["plugin-pins"])
     // spend-limit's digest holds secret-scan's bytes; secret-scan's holds its own.
     expect(checkOf(cheap, "plugin-pins").violations.map((v) => v.message)).toEqual([expect.stringMatching(new RegExp(`wasm/${spendLimit.sha256} holds other bytes`))])

@@ -125,7 +125,10 @@ describe("wk audit replay over real histories", () => {
     expect(checkOf(r, "delivery").checked).toBeGreaterThanOrEqual(5)
     expect(checkOf(r, "projection")).toMatchObject({ status: "passed" })
     expect(r.projection!.matched).toBe(9)
-    expect(checkOf(r, "plugin-rerun").status).toBe("skipped")
+    // Re-run by default; this profile pins no plugin, so there is no decision to re-run.
+    expect(checkOf(r, "plugin-rerun").status).toBe("passed")
+    const cheap = await replayAs(nats.servers, "auditor", { rerunPlugins: false, sessionsStream: null })
+    expect(checkOf(cheap, "plugin-rerun")).toMatchObject({ status: "skipped", note: expect.stringMatching(/--no-rerun.*unverified/) })
   })
 
   it("selects one held call, a start sequence (earlier events backfilled) or a start time", async () => {
