@@ -4,6 +4,7 @@ import type { HeldEvent, SequencedEvent } from "../schema/Events.js"
 import { Streams, Subjects } from "../schema/Subjects.js"
 import { AppendConflict, LedgerError, isWrongLastSequence } from "./LedgerError.js"
 import { Nats } from "./Nats.js"
+import { archivedCommitDigest } from "./ArchivedHead.js"
 
 /** `appendEvents` of one event on the `Nats` service: the commit's stream sequence. */
 export const appendEvent = (event: HeldEvent, expectedLastSeq: number) => Effect.flatMap(Nats, (nats) => appendEvents(nats, [event], expectedLastSeq))
@@ -59,14 +60,19 @@ export const appendEvents = (
 ): Effect.Effect<number, AppendConflict | LedgerError> =>
   Effect.flatMap(headAtWith(nats, events[0]?.held_id ?? "", expectedLastSeq), (prev) => appendCommit(nats, events, expectedLastSeq, prev, undefined)).pipe(Effect.map((c) => c.seq))
 
-/** The digest of the commit stored at `seq` ("" for 0: a call's first commit names no previous one). */
+/**
+ * The digest of the commit stored at `seq` ("" for 0: a call's first commit names no previous
+ * one), from the stream or, when archiving purged it, from its archive.
+ */
 export const headAtWith = (nats: Context.Tag.Service<typeof Nats>, heldId: string, seq: number): Effect.Effect<string, LedgerError> =>
   seq === 0
     ? Effect.succeed("")
     : Effect.tryPromise({
         try: async () => {
           const m = await nats.jsm.direct.getMessage(Streams.events, { seq })
-          return m === null ? "" : commitDigest(m.data)
+          if (m !== null) return commitDigest(m.data)
+          // Purged by archiving: the archive holds the bytes the next commit must name.
+          return (await archivedCommitDigest(nats.nc, nats.js, heldId, seq)) ?? ""
         },
         catch: (cause) => new LedgerError({ operation: `read commit ${seq} of ${heldId}`, message: String(cause), cause })
       })

@@ -22,6 +22,9 @@ import { verifyExport } from "../../runtime/audit/VerifyExport.js"
 import { startTestNats, Roles, type TestNats } from "../support/TestNats.js"
 import { clientFor, connectAs, testProfile } from "../support/Principals.js"
 import { startKernel, type InProcessKernel } from "../support/InProcessKernel.js"
+import { headAtWith } from "../../runtime/ledger/EventLog.js"
+import { layerNats, Nats } from "../../runtime/ledger/Nats.js"
+import { commitDigest } from "../../runtime/schema/Commit.js"
 import { eventsOf, eventually } from "../support/Stream.js"
 import { checkOf, replayAs } from "../audit/support.js"
 
@@ -145,6 +148,16 @@ describe("retention", () => {
     expect(doc.events.map((e) => [e.seq, e.index])).toEqual(before.map((e) => [e.seq, e.index]))
     expect(verifyExport(doc).ok).toBe(true)
   }, 90_000)
+
+  it("a commit appended after archiving names its archived predecessor: the head of a purged call is read from its archive", async () => {
+    const record = (await recordOf(held))!
+    const bytes = await (await new Objm(kernelConn).open(ArchiveBucket)).getBlob(record.object)
+    const lines = decodeArchiveLines(gunzipSync(bytes!)).filter((l) => l.subject.endsWith(held))
+    const last = lines[lines.length - 1]!
+    expect(await eventsOf(kernelConn, held)).toEqual([])
+    const head = await Effect.runPromise(Effect.flatMap(Nats, (n) => headAtWith(n, held, last.seq)).pipe(Effect.provide(layerNats({ servers: nats.servers, ...Roles.kernel }))))
+    expect(head).toBe(commitDigest(last.commit))
+  })
 
   it("wk audit replay verifies the archived call; an archive whose bytes changed is reported by name", async () => {
     const run = promisify(execFile)
