@@ -9,6 +9,7 @@ export const CheckName = Schema.Literal(
   "checkpoints",
   "store-time",
   "signatures",
+  "transform-output",
   "attestation-binding",
   "effect-safety",
   "consistency",

@@ -9,6 +9,7 @@ import type { CheckContext, DeliveryMessage } from "../../runtime/audit/checks/C
 import { HeldEvent, type SequencedEvent } from "../../runtime/schema/Events.js"
 import type { Profile } from "../../runtime/schema/Profile.js"
 import { testProfile } from "../support/Principals.js"
+import { callDigest } from "../../runtime/schema/Canonical.js"
 
 // The pure checks over in-memory event lists: the recorded witnessed transfer (an edit, two
 // refused attestations, a 2-of-human quorum), as recorded and with one thing changed.
@@ -236,3 +237,27 @@ describe("policy history", () => {
     expect(h.at(0, "2026-01-01T00:00:59.000Z")?.epoch).toBe(1)
   })
 })
+
+describe("transform-output: the executed call is the proposal or the recorded transform's output", () => {
+  const adjudicated = recorded.find((e) => e.event.type === "call.adjudicated")!
+  const proposed = recorded.find((e) => e.event.type === "call.proposed" && e.event.generation === adjudicated.event.generation)!.event as Extract<HeldEvent, { type: "call.proposed" }>
+  const withExecuted = (executed: { tool: string; args: Record<string, unknown>; call_digest: string }, decisions: Array<Record<string, unknown>>) =>
+    edit((e, seq) => (seq === adjudicated.seq && e["type"] === "call.adjudicated" ? { ...e, executed, decisions } : e))
+  const replaced = { ...proposed.args, to: "acct-canonical" }
+
+  it("a replacement recorded by a transform decision passes; one no decision produced, or another than the last decision's, fails", () => {
+    const executed = { tool: proposed.tool, args: replaced, call_digest: callDigest(proposed.tool, replaced) }
+    const decision = { by: "plugin:path-canon@1", digest: "d".repeat(64), output: { action: "replace", tool: proposed.tool, args: replaced, reason: "canonical account" } }
+    expect(check(audit(withExecuted(executed, [decision])), "transform-output")).toMatchObject({ status: "passed" })
+    const none = audit(withExecuted(executed, []))
+    expect(check(none, "transform-output").violations.map((v) => v.message)).toEqual([expect.stringMatching(/is not the proposal, and no recorded transform decision replaced it/)])
+    const other = { ...decision, output: { ...decision.output, args: { ...replaced, to: "acct-other" } } }
+    expect(check(audit(withExecuted(executed, [other])), "transform-output").violations.map((v) => v.message)).toEqual([expect.stringMatching(/is not the output of the last recorded transform decision/)])
+  })
+
+  it("an executed call whose call_digest is not its own fails", () => {
+    const executed = { tool: proposed.tool, args: proposed.args as Record<string, unknown>, call_digest: "0".repeat(64) }
+    expect(check(audit(withExecuted(executed, [])), "transform-output").violations.map((v) => v.message)).toEqual([expect.stringMatching(/call_digest is not sha256/)])
+  })
+})
+

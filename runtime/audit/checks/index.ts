@@ -6,6 +6,7 @@ import { delivery } from "./Delivery.js"
 import { effectSafety } from "./EffectSafety.js"
 import { policyAuthority } from "./PolicyAuthority.js"
 import { signatures } from "./Signatures.js"
+import { transformOutput } from "./TransformOutput.js"
 
 export * from "./Check.js"
 export { attestationBinding } from "./AttestationBinding.js"
@@ -14,9 +15,10 @@ export { delivery } from "./Delivery.js"
 export { effectSafety } from "./EffectSafety.js"
 export { policyAuthority } from "./PolicyAuthority.js"
 export { signatures } from "./Signatures.js"
+export { transformOutput } from "./TransformOutput.js"
 export { commitChain, type ChainLink, type ChainFinding } from "./CommitChain.js"
 export { compareProjection, type ProjectionComparison } from "./Projection.js"
 export { rerunPlugins } from "./PluginRerun.js"
 
 /** Every pure held-call check. */
-export const heldChecks: ReadonlyArray<HeldCheck> = [signatures, attestationBinding, effectSafety, consistency, policyAuthority, delivery]
+export const heldChecks: ReadonlyArray<HeldCheck> = [signatures, transformOutput, attestationBinding, effectSafety, consistency, policyAuthority, delivery]
