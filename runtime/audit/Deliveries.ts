@@ -45,7 +45,7 @@ export const readDeliveries = (stream: string, calls: ReadonlyMap<string, unknow
         const d = parseDelivery(m.data)
         if (d === undefined || !calls.has(d.held_id)) return
         const list = byHeld.get(d.held_id) ?? []
-        list.push({ seq: m.seq, held_id: d.held_id, delivery_id: d.delivery_id, outcome: d.outcome ?? null, admission: d.admission ?? null, result: d.result ?? null })
+        list.push({ seq: m.seq, held_id: d.held_id, delivery_id: d.delivery_id, outcome: d.outcome ?? null, admission: d.admission ?? null, result: d.result ?? null, time: m.time })
         byHeld.set(d.held_id, list)
       })
     )

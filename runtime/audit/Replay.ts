@@ -81,6 +81,7 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
     const stream = options.stream ?? Streams.events
     const selection = options.selection ?? { fromSeq: 1 }
     const layout = yield* streamLayout(stream)
+    const eventsReadAt = Date.now()
     const streamViolations: Array<Violation> = []
     const fail = (held_id: string, seqs: ReadonlyArray<number>, message: string) => void streamViolations.push({ check: "stream", held_id, seqs: [...seqs], message })
     // Archived calls' events were purged from the stream: the gaps they leave are accounted for
@@ -233,6 +234,7 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
         return newestAt
       },
       settleMs: options.settleMs ?? 30_000,
+      eventsReadAt,
       // A worker answers per commit: true when every envelope in it verifies; otherwise the
       // check verifies each envelope of that commit itself.
       verified: (seq) => (verifier.verdict(seq) === true ? true : undefined),

@@ -148,6 +148,18 @@ describe("pure checks over the recorded witnessed transfer", () => {
     expect(failed(audit(recorded, ctxWith({ deliveries: new Map() })))).toEqual(["delivery"])
   })
 
+  it("a delivery with no record, stored after the events were read, is unverified (its call moved on after the read); stored before, it fails", () => {
+    const unrecorded = edit((e) => (e["type"] === "delivery.published" ? null : e))
+    const published = recorded.find((e) => e.event.type === "delivery.published")!.event as Extract<HeldEvent, { type: "delivery.published" }>
+    const endAt = Date.parse(recorded.at(-1)!.event.at)
+    const msg = (time: number): DeliveryMessage => ({ seq: 9, held_id: heldId, delivery_id: published.delivery_id, outcome: "failed", admission: null, result: null, time })
+    const later = audit(unrecorded, ctxWith({ newestAt: endAt + 60_000, eventsReadAt: endAt + 60_000, deliveries: new Map([[heldId, [msg(endAt + 61_000)]]]) }))
+    expect(check(later, "delivery")).toMatchObject({ status: "pending" })
+    expect(check(later, "delivery").unverified.map((u) => u.message)).toContainEqual(expect.stringMatching(/stored after the events were read/))
+    const before = audit(unrecorded, ctxWith({ newestAt: endAt + 60_000, eventsReadAt: endAt + 60_000, deliveries: new Map([[heldId, [msg(endAt + 1000)]]]) }))
+    expect(check(before, "delivery").violations.map((v) => v.message)).toContainEqual(expect.stringMatching(/has no delivery.published in the call's history/))
+  })
+
   it("a held call that ended and was never delivered fails once it had time to settle", () => {
     const undelivered = edit((e) => (String(e["type"]).startsWith("delivery.") ? null : e))
     const endAt = Date.parse(recorded.find((e) => e.event.type === "result.admitted")!.event.at)

@@ -11,6 +11,8 @@ export interface DeliveryMessage {
   readonly outcome: string | null
   readonly admission: string | null
   readonly result: unknown
+  /** Store time (ms), when read from the stream. */
+  readonly time?: number
 }
 
 /** What the checks know besides the held call itself. */
@@ -23,6 +25,11 @@ export interface CheckContext {
    * before it may have aged out (its limits), so their absence proves nothing.
    */
   readonly deliveriesFrom?: number
+  /**
+   * When the events stream's bounds were read (ms): a delivery stored after it may belong to a
+   * step of its call the replay did not read (the sessions stream is read after the events).
+   */
+  readonly eventsReadAt?: number
   /** Time of the newest event read (ms): later than this minus `settleMs` is still settling. */
   readonly newestAt: number
   /** How long the kernel may take to finish an outstanding step before it counts as missed. */

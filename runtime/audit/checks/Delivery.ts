@@ -26,7 +26,8 @@ export const delivery: HeldCheck = {
         if (!recordedIds.has(m.delivery_id)) {
           const admission = f.outcome === "completed" ? f.result_admission : null
           const matches = f.outcome !== null && (m.outcome ?? null) === f.outcome && (m.admission ?? null) === admission
-          if (matches && endedAt(call) > ctx.newestAt - ctx.settleMs) c.unsure([], `delivery ${m.delivery_id} (WK_SESSIONS seq ${m.seq}) says what the call ended with but its delivery.published is not recorded (in flight, or its kernel stopped between publishing and recording)`)
+          if (m.time !== undefined && ctx.eventsReadAt !== undefined && m.time > ctx.eventsReadAt) c.unsure([], `delivery ${m.delivery_id} (WK_SESSIONS seq ${m.seq}) was stored after the events were read: its call's later steps are not in this replay`)
+          else if (matches && endedAt(call) > ctx.newestAt - ctx.settleMs) c.unsure([], `delivery ${m.delivery_id} (WK_SESSIONS seq ${m.seq}) says what the call ended with but its delivery.published is not recorded (in flight, or its kernel stopped between publishing and recording)`)
           else c.fail([], `delivery ${m.delivery_id} (WK_SESSIONS seq ${m.seq}) has no delivery.published in the call's history`)
         }
         if (quarantinedAt !== undefined && m.result !== null && m.result !== undefined) {
