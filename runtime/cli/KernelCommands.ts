@@ -1,4 +1,5 @@
 import { Command, Options } from "@effect/cli"
+import { serveKernelHttp } from "../observability/KernelHttp.js"
 import { Console, Effect, Either, Option } from "effect"
 import { existsSync, mkdirSync } from "node:fs"
 import { join } from "node:path"
@@ -51,8 +52,23 @@ const tryLines = (servers: string | ReadonlyArray<string>): Array<string> => {
   ]
 }
 
+/** The port `wk start` serves metrics and health on unless told otherwise (Prometheus exporters' convention). */
+const DefaultMetricsPort = 9464
+
+const metricsPortOption = Options.integer("metrics-port").pipe(
+  Options.optional,
+  Options.withDescription("serve /metrics, /healthz and /readyz on this port (or WK_METRICS_PORT; 0: off; wk start defaults to 9464)")
+)
+
+/** `--metrics-port`, else WK_METRICS_PORT, else the command's default; 0 turns it off. */
+const metricsPortOf = (flag: Option.Option<number>, fallback: number | undefined): number | undefined => {
+  const env = process.env["WK_METRICS_PORT"]
+  const port = Option.isSome(flag) ? flag.value : env !== undefined && env !== "" ? Number(env) : fallback
+  return port === undefined || port === 0 || !Number.isFinite(port) ? undefined : port
+}
+
 /** Runs a kernel (and optionally the demo bank) against a NATS URL until interrupted. */
-const serve = (url: string, profiles: ReadonlyArray<Profile>, withBank: boolean) =>
+const serve = (url: string, profiles: ReadonlyArray<Profile>, withBank: boolean, metricsPort: number | undefined) =>
   Effect.gen(function* () {
     const nats = natsOptionsFromUrl(url, kernelCredentials)
     yield* Effect.scoped(
@@ -61,6 +77,7 @@ const serve = (url: string, profiles: ReadonlyArray<Profile>, withBank: boolean)
         yield* publishLocalPlugins(join(repoRoot, "plugins"))
         const { owner } = yield* runKernel
         const policy = yield* (yield* PolicyStore).current
+        const metrics = metricsPort === undefined ? undefined : yield* serveKernelHttp(metricsPort)
         if (withBank) {
           const bankConn = yield* Effect.acquireRelease(
             Effect.promise(() => connect({ servers: nats.servers, ...bankCredentials, name: "wk-demo-bank" })),
@@ -79,6 +96,7 @@ const serve = (url: string, profiles: ReadonlyArray<Profile>, withBank: boolean)
           [
             `Witness Kernel ready (${owner}), policy epoch ${policy.epoch}, ${policy.principals.size} principals, ${policy.profiles.reduce((n, p) => n + (p.plugins?.length ?? 0), 0)} plugins pinned${withBank ? `, demo bank (${bankCredentials.user}) serving money_transfer and bank_balance` : ""}`,
             `  NATS:  ${nats.servers}  (users: agent/agent-dev, witness/witness-dev, tool-demo-bank/demo-bank-dev, auditor/auditor-dev)`,
+            ...(metrics !== undefined ? [`  Ops:   http://127.0.0.1:${metrics}/metrics, /healthz, /readyz  (--metrics-port, WK_METRICS_PORT)`] : []),
             ...tryLines(nats.servers),
             `  Ctrl-C drains and stops.`
           ].join("\n")
@@ -115,14 +133,15 @@ const credentialsOf = (url: string | undefined, withBank: boolean) => {
 /** `wk start`: the embedded default. Starts nats-server from nats.conf unless NATS_URL is set. */
 export const startCommand = Command.make(
   "start",
-  { profiles: profilesOption, noBank, dev: devOption, port: Options.integer("port").pipe(Options.optional, Options.withDescription("NATS port for the embedded server (default 4322, or WK_NATS_PORT)")) },
-  ({ profiles: profilesPath, noBank, dev, port }) =>
+  { profiles: profilesOption, noBank, dev: devOption, port: Options.integer("port").pipe(Options.optional, Options.withDescription("NATS port for the embedded server (default 4322, or WK_NATS_PORT)")), metricsPort: metricsPortOption },
+  ({ profiles: profilesPath, noBank, dev, port, metricsPort }) =>
     Effect.gen(function* () {
       const url = globalSelection.server ?? process.env["NATS_URL"]
       const profiles = yield* loadProfileFiles(profilesPath)
       yield* checkDevCredentials(profiles, credentialsOf(url, !noBank), dev)
       if (dev) yield* useDevKernelKey
-      if (url !== undefined && url !== "") return yield* serve(url, profiles, !noBank)
+      const ops = metricsPortOf(metricsPort, DefaultMetricsPort)
+      if (url !== undefined && url !== "") return yield* serve(url, profiles, !noBank, ops)
       if (findNatsServer() === null) return yield* Effect.fail(new Error(MissingNatsServer))
       const p = Option.getOrElse(port, () => Number(process.env["WK_NATS_PORT"] ?? 4322))
       if (yield* Effect.promise(() => portInUse(p))) {
@@ -135,7 +154,7 @@ export const startCommand = Command.make(
             (s) => Effect.promise(() => s.stop())
           )
           yield* Console.log(`nats-server ${server.url} (pid ${server.pid}, store ${join(defaultDataDir, "nats")})`)
-          yield* serve(server.url, profiles, !noBank)
+          yield* serve(server.url, profiles, !noBank, ops)
         })
       )
     })
@@ -144,13 +163,13 @@ export const startCommand = Command.make(
 /** `wk kernel`: one kernel process against NATS_URL (run several for scale). */
 export const kernelCommand = Command.make(
   "kernel",
-  { profiles: profilesOption, dev: devOption, withBank: Options.boolean("with-bank").pipe(Options.withDescription("also serve the demo bank")) },
-  ({ profiles: profilesPath, dev, withBank }) =>
+  { profiles: profilesOption, dev: devOption, withBank: Options.boolean("with-bank").pipe(Options.withDescription("also serve the demo bank")), metricsPort: metricsPortOption },
+  ({ profiles: profilesPath, dev, withBank, metricsPort }) =>
     Effect.gen(function* () {
       const url = globalSelection.server ?? process.env["NATS_URL"]
       if (url === undefined || url === "") return yield* Effect.fail(new Error("wk kernel needs NATS_URL (for example nats://kernel:kernel-dev@127.0.0.1:4322); use `wk start` for the embedded default"))
       const profiles = yield* loadProfileFiles(profilesPath)
       yield* checkDevCredentials(profiles, credentialsOf(url, withBank), dev)
-      yield* serve(url, profiles, withBank)
+      yield* serve(url, profiles, withBank, metricsPortOf(metricsPort, undefined))
     })
 ).pipe(Command.withDescription("Run one kernel process against the NATS server in NATS_URL"))

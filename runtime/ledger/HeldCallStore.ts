@@ -7,6 +7,7 @@ import { commitSigningKey } from "./CommitSigningKey.js"
 import { appendCommit, headAtWith, readCommitsAfterWith, readEventsAfterWith } from "./EventLog.js"
 import { type AppendConflict, type LedgerError } from "./LedgerError.js"
 import { Nats } from "./Nats.js"
+import { kernelMetrics } from "../observability/KernelMetrics.js"
 import { projectFacts, readProjectionWith } from "./Projection.js"
 
 /** How current a load must be: caught up with the stream, any cached view, or at least a sequence. */
@@ -103,9 +104,13 @@ export const makeHeldCallStore = Effect.gen(function* () {
       Effect.map(({ seq, head }) => {
         let facts = loaded.facts
         for (let index = 0; index < events.length; index++) facts = evolve(facts, { seq, index, event: events[index]! })
+        countCommitted(events, loaded.facts.outcome, facts.outcome)
         return remember({ facts, revision: loaded.revision, head })
       }),
-      Effect.tapError(() => Effect.sync(() => recent.delete(loaded.facts.held_id)))
+      Effect.tapError((e) => Effect.sync(() => {
+        if (e._tag === "AppendConflict") kernelMetrics.appendConflicts.inc()
+        recent.delete(loaded.facts.held_id)
+      }))
     )
   }
 
@@ -157,3 +162,12 @@ export const makeHeldCallStore = Effect.gen(function* () {
 })
 
 export const layerHeldCallStore = Layer.effect(HeldCallStore, makeHeldCallStore)
+
+/** Counts a commit's events, the verdicts among them, and the outcome when the commit ended its call. */
+const countCommitted = (events: ReadonlyArray<HeldEvent>, before: string | null, after: string | null): void => {
+  for (const e of events) {
+    kernelMetrics.eventsCommitted.inc({ type: e.type })
+    if (e.type === "call.adjudicated") kernelMetrics.verdicts.inc({ verdict: e.verdict })
+  }
+  if (before === null && after !== null) kernelMetrics.outcomes.inc({ outcome: after })
+}

@@ -1,4 +1,5 @@
 import { Effect, Stream } from "effect"
+import { kernelMetrics } from "../observability/KernelMetrics.js"
 import { HeldCallStore } from "../ledger/HeldCallStore.js"
 import { WakeQueue, type WakeDelivery } from "../ledger/Wakes.js"
 import { settled } from "../heldcall/Facts.js"
@@ -35,11 +36,16 @@ export const runController = (opts: { readonly concurrency?: number; readonly ac
           if (yield* store.serialized(heldId, Effect.sync(() => isSettled(heldId)))) return { facts: null, requeueMs: null }
           return yield* driver.drive(heldId, "fresh")
         }).pipe(Effect.either, Effect.ensuring(Effect.sync(() => clearInterval(keepAlive))))
-        if (r._tag === "Left") return msg.nak(1000)
+        if (r._tag === "Left") {
+          kernelMetrics.reconciles.inc({ outcome: "retry" })
+          return msg.nak(1000)
+        }
+        kernelMetrics.reconciles.inc({ outcome: r.right.requeueMs === null ? "settled" : "requeue" })
         return r.right.requeueMs === null ? msg.ack() : msg.nak(r.right.requeueMs)
       })
 
     const dispatch = (msg: WakeDelivery): Effect.Effect<void> => {
+      kernelMetrics.wakes.inc({ redelivered: msg.redelivered ? "true" : "false" })
       // The wake an ALLOW call wrote before its dispatch, consumed after this process finished
       // the call: its facts (durable appends) are settled, so no drive or read can find work.
       // Acked here, before any fiber is started for it.
@@ -52,7 +58,7 @@ export const runController = (opts: { readonly concurrency?: number; readonly ac
         semaphore.take(1),
         Effect.forkDaemon(
           handle(msg).pipe(
-            Effect.catchAllDefect((d) => Effect.sync(() => (console.error("wk: controller defect", d), msg.nak(1000)))),
+            Effect.catchAllDefect((d) => Effect.sync(() => (kernelMetrics.defects.inc({ loop: "controller" }), console.error("wk: controller defect", d), msg.nak(1000)))),
             Effect.ensuring(semaphore.release(1))
           )
         )

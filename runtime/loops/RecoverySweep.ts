@@ -1,4 +1,5 @@
 import { Duration, Effect, Schedule } from "effect"
+import { kernelMetrics } from "../observability/KernelMetrics.js"
 import { acquireLease } from "../ledger/Leases.js"
 import { OpenIndex, openHeldIds, shardOf } from "../ledger/OpenIndex.js"
 import { quiescent } from "../heldcall/Facts.js"
@@ -51,7 +52,8 @@ export const runRecoverySweep = Effect.gen(function* () {
   if (!(cfg.sweepIntervalMs > 0)) return
   yield* Effect.forkScoped(
     sweepOnce.pipe(
-      Effect.catchAllCause((cause) => Effect.sync(() => console.error("wk: recovery sweep failed", String(cause)))),
+      Effect.tap(() => Effect.sync(() => kernelMetrics.recoveryScans.inc())),
+      Effect.catchAllCause((cause) => Effect.sync(() => (kernelMetrics.defects.inc({ loop: "recovery-sweep" }), console.error("wk: recovery sweep failed", String(cause))))),
       Effect.repeat(Schedule.spaced(Duration.millis(cfg.sweepIntervalMs)))
     )
   )

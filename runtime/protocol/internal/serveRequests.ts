@@ -1,5 +1,6 @@
 import { Cause, Effect, Runtime } from "effect"
 import type { Msg, NatsConnection, Subscription } from "@nats-io/transport-node"
+import { kernelMetrics } from "../../observability/KernelMetrics.js"
 
 /** Queue group shared by every kernel process: each request is answered by one of them. */
 export const QueueGroup = "wk-kernel"
@@ -25,11 +26,17 @@ export const serveRequests = <E, R>(
   subject: string,
   answer: (msg: Msg) => Effect.Effect<unknown, E, R>,
   onFailure: (cause: Cause.Cause<E>) => unknown
-): Subscription =>
-  nc.subscribe(subject, {
+): Subscription => {
+  const timer = kernelMetrics.requestSeconds.labels({ op: subject.slice(subject.lastIndexOf(".") + 1) })
+  return nc.subscribe(subject, {
     queue: QueueGroup,
     callback: (err, msg) => {
       if (err !== null) return
-      void Runtime.runPromiseExit(runtime)(answer(msg)).then((exit) => respondJson(msg, exit._tag === "Success" ? exit.value : onFailure(exit.cause)))
+      const started = performance.now()
+      void Runtime.runPromiseExit(runtime)(answer(msg)).then((exit) => {
+        respondJson(msg, exit._tag === "Success" ? exit.value : onFailure(exit.cause))
+        timer.observe((performance.now() - started) / 1000)
+      })
     }
   })
+}

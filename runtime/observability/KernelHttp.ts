@@ -1,0 +1,108 @@
+import { Effect, Runtime } from "effect"
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
+import { Nats } from "../ledger/Nats.js"
+import { ControllerConsumer } from "../ledger/Provision.js"
+import { PolicyStore } from "../policy/PolicyStore.js"
+import { Streams } from "../schema/Subjects.js"
+import { kernelMetrics } from "./KernelMetrics.js"
+
+/** One readiness check: its name, and why it fails (undefined: it passes). */
+interface Check {
+  readonly name: string
+  readonly failure: string | undefined
+}
+
+/** Fails a promise that takes longer than `ms`. */
+const within = <A>(ms: number, p: Promise<A>): Promise<A> =>
+  Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms).unref())])
+
+const describe = (e: unknown) => (e instanceof Error ? e.message : String(e))
+
+/**
+ * The kernel's operator endpoints on a small HTTP port: `/metrics` (Prometheus text),
+ * `/healthz` (the process answers), `/readyz` (NATS connected, the streams there, a policy
+ * loaded, the controller's consumer bound; 503 naming what is not). Listens until the scope
+ * closes; a port in use is reported and the kernel runs on without it.
+ */
+export const serveKernelHttp = (port: number, host = "127.0.0.1") =>
+  Effect.gen(function* () {
+    const { nc, jsm } = yield* Nats
+    const runtime = yield* Effect.runtime<PolicyStore>()
+    let connected = !nc.isClosed()
+    void (async () => {
+      for await (const s of nc.status()) {
+        if (s.type === "disconnect" || s.type === "close") connected = false
+        else if (s.type === "reconnect") connected = true
+      }
+    })().catch(() => undefined)
+    kernelMetrics.onScrape(async () => {
+      kernelMetrics.policyEpoch.set((await Runtime.runPromise(runtime)(Effect.flatMap(PolicyStore, (s) => s.current))).epoch)
+      kernelMetrics.consumerLag.set((await within(1000, jsm.consumers.info(Streams.wakes, ControllerConsumer))).num_pending)
+    })
+    const readiness = async (): Promise<ReadonlyArray<Check>> => {
+      const check = async (name: string, f: () => Promise<string | undefined>): Promise<Check> => {
+        try {
+          return { name, failure: await within(1000, f()) }
+        } catch (e) {
+          return { name, failure: describe(e) }
+        }
+      }
+      const nats: Check = { name: "nats", failure: connected && !nc.isClosed() ? undefined : "not connected to NATS" }
+      if (nats.failure !== undefined) return [nats, ...["streams", "policy", "consumer"].map((name) => ({ name, failure: "NATS is not connected" }))]
+      return [
+        nats,
+        await check("streams", async () => {
+          await Promise.all([Streams.events, Streams.sessions, Streams.wakes].map((s) => jsm.streams.info(s)))
+          return undefined
+        }),
+        await check("policy", async () => {
+          const policy = await Runtime.runPromise(runtime)(Effect.flatMap(PolicyStore, (s) => s.current))
+          return policy.epoch >= 1 ? undefined : "no policy epoch loaded"
+        }),
+        await check("consumer", async () => {
+          await jsm.consumers.info(Streams.wakes, ControllerConsumer)
+          return undefined
+        })
+      ]
+    }
+    const send = (res: ServerResponse, status: number, type: string, body: string) => {
+      res.writeHead(status, { "content-type": type, "cache-control": "no-store" })
+      res.end(body)
+    }
+    const handle = (req: IncomingMessage, res: ServerResponse) => {
+      const path = (req.url ?? "/").split("?")[0]
+      if (req.method !== "GET") return send(res, 405, "application/json", JSON.stringify({ error: "only GET" }))
+      if (path === "/healthz") return send(res, 200, "application/json", JSON.stringify({ status: "ok" }))
+      if (path === "/readyz") {
+        return void readiness().then((checks) => {
+          const failing = checks.filter((c) => c.failure !== undefined)
+          send(res, failing.length === 0 ? 200 : 503, "application/json", JSON.stringify({ status: failing.length === 0 ? "ready" : "not ready", checks: Object.fromEntries(checks.map((c) => [c.name, c.failure ?? "ok"])) }))
+        })
+      }
+      if (path === "/metrics") {
+        return void kernelMetrics.scrape().then(
+          (text) => send(res, 200, kernelMetrics.registry.contentType, text),
+          (e: unknown) => send(res, 500, "text/plain", describe(e))
+        )
+      }
+      send(res, 404, "application/json", JSON.stringify({ error: "no such route: /metrics, /healthz, /readyz" }))
+    }
+    const server = createServer(handle)
+    const bound = yield* Effect.async<number | undefined>((resume) => {
+      server.once("error", (e) => {
+        console.error(`wk: the metrics and health port ${host}:${port} is not served: ${describe(e)}`)
+        resume(Effect.succeed(undefined))
+      })
+      server.listen(port, host, () => {
+        const a = server.address()
+        resume(Effect.succeed(typeof a === "object" && a !== null ? a.port : port))
+      })
+    })
+    yield* Effect.addFinalizer(() =>
+      Effect.async<void>((resume) => {
+        server.closeAllConnections()
+        server.close(() => resume(Effect.void))
+      })
+    )
+    return bound
+  })

@@ -1,0 +1,97 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { createServer } from "node:net"
+import type { NatsConnection } from "@nats-io/transport-node"
+import { DemoBank } from "../../runtime/executor/DemoBank.js"
+import { startKernelProcess, profileDir, type KernelProcess } from "../support/KernelProcess.js"
+import { startTestNats, type TestNats } from "../support/TestNats.js"
+import { clientFor, connectAs, testProfile } from "../support/Principals.js"
+import { eventually } from "../support/Stream.js"
+
+// A kernel process started with a metrics port, as an operator runs it: its health and readiness
+// endpoints and its Prometheus metrics, scraped after real calls; readiness says 503, naming
+// NATS, once the server is gone.
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const s = createServer()
+    s.listen(0, "127.0.0.1", () => {
+      const a = s.address()
+      const port = typeof a === "object" && a !== null ? a.port : 0
+      s.close(() => resolve(port))
+    })
+  })
+
+let nats: TestNats
+let kernel: KernelProcess
+let conns: Array<NatsConnection> = []
+let base = ""
+const get = async (path: string) => {
+  const r = await fetch(`${base}${path}`)
+  return { status: r.status, type: r.headers.get("content-type") ?? "", text: await r.text() }
+}
+/** A sample's value from Prometheus text (0 when absent). */
+const sample = (text: string, name: string, labels = ""): number => {
+  const line = text.split("\n").find((l) => l.startsWith(`${name}${labels === "" ? "" : `{${labels}`}`) && !l.startsWith("#"))
+  return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(" ") + 1))
+}
+
+beforeAll(async () => {
+  nats = await startTestNats()
+  const port = await freePort()
+  base = `http://127.0.0.1:${port}`
+  kernel = await startKernelProcess(nats.servers, profileDir([testProfile()]), { WK_METRICS_PORT: String(port) })
+  const [tool, agent] = await Promise.all([connectAs(nats.servers, "bank"), connectAs(nats.servers, "agent")])
+  conns = [tool, agent]
+  new DemoBank().serve(tool)
+}, 120_000)
+
+afterAll(async () => {
+  await kernel?.stop()
+  await Promise.all(conns.map((c) => c.close()))
+  await nats?.dispose()
+})
+
+describe("the kernel's operator endpoints", () => {
+  it("says where they are when it starts", () => {
+    expect(kernel.output()).toContain(`Ops:   ${base}/metrics, /healthz, /readyz`)
+  })
+
+  it("/healthz answers; /readyz is ready with every check ok", async () => {
+    expect(await get("/healthz")).toMatchObject({ status: 200 })
+    const ready = await get("/readyz")
+    expect(ready.status).toBe(200)
+    expect(JSON.parse(ready.text)).toEqual({ status: "ready", checks: { nats: "ok", streams: "ok", policy: "ok", consumer: "ok" } })
+    expect((await get("/nope")).status).toBe(404)
+  })
+
+  it("/metrics counts calls by verdict and outcome, times requests and plugins, and reports the policy epoch", async () => {
+    const before = (await get("/metrics")).text
+    const alice = clientFor(conns[1]!, "agent:alice")
+    for (let i = 0; i < 3; i++) {
+      const r = (await alice.propose({ session_id: "s-ops", turn_id: "t1", call_id: `c${i}`, tool: "money_transfer", args: { from: "alice", to: "bob", amount: 10 + i } } as never)) as { status: number }
+      expect(r.status).toBe(200)
+    }
+    const held = (await alice.propose({ session_id: "s-ops", turn_id: "t1", call_id: "big", tool: "money_transfer", args: { from: "alice", to: "bob", amount: 5000 } } as never)) as { status: number }
+    expect(held.status).toBe(202)
+    const m = await get("/metrics")
+    expect(m.status).toBe(200)
+    expect(m.type).toMatch(/^text\/plain/)
+    const delta = (name: string, labels = "") => sample(m.text, name, labels) - sample(before, name, labels)
+    expect(delta("wk_calls_adjudicated_total", 'verdict="ALLOW"')).toBe(3)
+    expect(delta("wk_calls_adjudicated_total", 'verdict="REQUIRE_WITNESS"')).toBe(1)
+    expect(delta("wk_calls_ended_total", 'outcome="completed"')).toBe(3)
+    expect(delta("wk_request_seconds_count", 'op="propose"')).toBe(4)
+    expect(delta("wk_events_committed_total", 'type="effect.recorded"')).toBe(3)
+    expect(sample(m.text, "wk_policy_epoch")).toBe(1)
+    expect(m.text).toMatch(/^wk_controller_consumer_pending \d+$/m)
+    expect(m.text).toMatch(/^wk_process_cpu_seconds_total /m)
+  })
+
+  it("/readyz says 503 naming NATS once the server is gone, and /healthz still answers", async () => {
+    await nats.stop()
+    await eventually(async () => (await get("/readyz")).status === 503, 10_000)
+    const r = JSON.parse((await get("/readyz")).text) as { status: string; checks: Record<string, string> }
+    expect(r.status).toBe("not ready")
+    expect(r.checks["nats"]).toBe("not connected to NATS")
+    expect((await get("/healthz")).status).toBe(200)
+  })
+})
