@@ -1,9 +1,10 @@
-import { HttpServer, HttpServerResponse } from "@effect/platform"
+import { HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
 import { createServer } from "node:http"
 import { layerKernelLink, type GatewayNats } from "./KernelLink.js"
 import { gatewayRouter } from "./Routes.js"
+import { gatewayMetrics, routeOf } from "./GatewayMetrics.js"
 import { ReadNonces } from "./SignedRead.js"
 
 export interface GatewayOptions {
@@ -15,11 +16,18 @@ export interface GatewayOptions {
 
 const notFound = HttpServerResponse.unsafeJson({ status: 404, error: { code: "not_found", message: "no such route" } }, { status: 404 })
 
-/** The gateway's app: routes, a JSON 404 for anything else, a JSON 500 for defects. */
-export const gatewayApp = gatewayRouter.pipe(
-  Effect.catchTag("RouteNotFound", () => Effect.succeed(notFound)),
-  Effect.catchAllCause((cause) => Effect.as(Effect.logError("gateway request failed", cause), HttpServerResponse.unsafeJson({ status: 500, error: { code: "internal", message: "gateway error" } }, { status: 500 })))
-)
+/** The gateway's app: routes, a JSON 404 for anything else, a JSON 500 for defects; each request counted and timed. */
+export const gatewayApp = Effect.gen(function* () {
+  const started = performance.now()
+  const route = routeOf(new URL((yield* HttpServerRequest.HttpServerRequest).url, "http://gateway").pathname)
+  const response = yield* gatewayRouter.pipe(
+    Effect.catchTag("RouteNotFound", () => Effect.succeed(notFound)),
+    Effect.catchAllCause((cause) => Effect.as(Effect.logError("gateway request failed", cause), HttpServerResponse.unsafeJson({ status: 500, error: { code: "internal", message: "gateway error" } }, { status: 500 })))
+  )
+  gatewayMetrics.requests.inc({ route, status: String(response.status) })
+  gatewayMetrics.seconds.observe({ route }, (performance.now() - started) / 1000)
+  return response
+})
 
 /**
  * The HTTP gateway as a layer: listening while the layer is alive (NATS connection included);

@@ -1,6 +1,6 @@
 import { Context, Effect, Layer } from "effect"
 import { connect, type NatsConnection } from "@nats-io/transport-node"
-import { DeliverPolicy, jetstream } from "@nats-io/jetstream"
+import { DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream"
 import { Kvm } from "@nats-io/kv"
 import { WitnessClient } from "../client/Client.js"
 import { Buckets, Streams, Subjects, inboxOptionOf } from "../schema/Subjects.js"
@@ -37,6 +37,10 @@ export class KernelLink extends Context.Tag("wk/gateway/KernelLink")<
     readonly openHeldIds: Effect.Effect<ReadonlyArray<string>, GatewayNatsError>
     /** Follows a call's events from the first one; `onEvent` runs per event until the returned stop is called. */
     readonly follow: (heldId: string, onEvent: (e: StoredEvent) => void) => Effect.Effect<() => void, GatewayNatsError>
+    /** Whether the connection to NATS is up now (requests fail at once while it is not). */
+    readonly connected: () => boolean
+    /** Readiness: NATS connected and the events stream readable; each failing check with why. */
+    readonly readiness: Effect.Effect<Record<string, string>>
   }
 >() {}
 
@@ -52,15 +56,27 @@ export const makeKernelLink = (opts: GatewayNats) =>
       }),
       (c: NatsConnection) => Effect.promise(() => c.drain().catch(() => undefined))
     )
+    let up = true
+    // The connection's own status events: a request while NATS is gone is refused at once (503)
+    // instead of waiting out its timeout.
+    void (async () => {
+      for await (const s of nc.status()) {
+        if (s.type === "disconnect" || s.type === "close") up = false
+        else if (s.type === "reconnect") up = true
+      }
+    })().catch(() => undefined)
+    const connected = () => up && !nc.isClosed()
+    const down = () => new GatewayNatsError("NATS is not connected: the kernel cannot be reached")
     const client = WitnessClient.over(nc, { principal: "gateway", secretKey: unusedKey })
     const js = jetstream(nc)
     const kvm = new Kvm(nc)
     const request = (subject: string, body: Uint8Array | object) =>
-      Effect.tryPromise({
+      !connected() ? Effect.fail(down()) : Effect.tryPromise({
         try: () => client.request<{ status: number } & Record<string, unknown>>(subject, body),
         catch: (e) => new GatewayNatsError(`kernel did not answer on ${subject}: ${String(e)}`)
       })
-    const openHeldIds = Effect.tryPromise({
+    const openHeldIds = Effect.suspend(() => (!connected() ? Effect.fail(down()) : openIds))
+    const openIds = Effect.tryPromise({
       try: async () => {
         const kv = await kvm.open(Buckets.open)
         const keys: Array<string> = []
@@ -90,7 +106,15 @@ export const makeKernelLink = (opts: GatewayNats) =>
         },
         catch: (e) => new GatewayNatsError(`cannot follow events of ${heldId}: ${String(e)}`)
       })
-    return KernelLink.of({ request, openHeldIds, follow })
+    const readiness = Effect.promise(async (): Promise<Record<string, string>> => {
+      if (!connected()) return { nats: "not connected to NATS", streams: "NATS is not connected" }
+      const streams = await Promise.race([
+        jetstreamManager(nc).then((jsm) => jsm.streams.info(Streams.events)).then(() => "ok"),
+        new Promise<string>((resolve) => setTimeout(() => resolve("no answer within 1000 ms"), 1000).unref())
+      ]).catch((e: unknown) => (e instanceof Error ? e.message : String(e)))
+      return { nats: "ok", streams }
+    })
+    return KernelLink.of({ request, openHeldIds, follow, connected, readiness })
   })
 
 export const layerKernelLink = (opts: GatewayNats) => Layer.scoped(KernelLink, makeKernelLink(opts))

@@ -12,6 +12,7 @@ import { GatewayNatsError, KernelLink } from "./KernelLink.js"
 import { signedBody } from "./SignedBody.js"
 import { signedRead } from "./SignedRead.js"
 import { staticFile, staticPaths } from "./StaticFiles.js"
+import { gatewayMetrics } from "./GatewayMetrics.js"
 
 /** At most this many open calls are read for one inbox listing. */
 const ListLimit = 500
@@ -81,11 +82,31 @@ const heldEvents = withSignedRead((reader) =>
   })
 ).pipe(Effect.catchTag("GatewayNatsError", unavailable))
 
+/** `/healthz`: the gateway process answers. */
+const healthz = Effect.succeed(HttpServerResponse.unsafeJson({ status: "ok" }))
+
+/** `/readyz`: NATS connected and the events stream readable; 503 naming what is not. */
+const readyz = Effect.gen(function* () {
+  const checks = yield* (yield* KernelLink).readiness
+  const ready = Object.values(checks).every((v) => v === "ok")
+  return HttpServerResponse.unsafeJson({ status: ready ? "ready" : "not ready", checks }, { status: ready ? 200 : 503 })
+})
+
+/** `/metrics`: the gateway's Prometheus metrics. */
+const metrics = Effect.gen(function* () {
+  gatewayMetrics.natsConnected.set((yield* KernelLink).connected() ? 1 : 0)
+  const text = yield* Effect.promise(() => gatewayMetrics.registry.metrics())
+  return HttpServerResponse.text(text, { contentType: gatewayMetrics.registry.contentType })
+})
+
 /** Every route of the gateway. */
 export const gatewayRouter = staticPaths
   .reduce(
     (router, path) => router.pipe(HttpRouter.get(path as HttpRouter.PathInput, Effect.succeed(staticFile(path)))),
     HttpRouter.empty.pipe(
+      HttpRouter.get("/healthz", healthz),
+      HttpRouter.get("/readyz", readyz),
+      HttpRouter.get("/metrics", metrics),
       HttpRouter.post("/tool-calls", forwardSigned(Subjects.propose, ProposePayload, false)),
       HttpRouter.get("/held", listHeld),
       HttpRouter.get("/held/:held_id", getHeld),
