@@ -1,5 +1,6 @@
 import { Command, Options } from "@effect/cli"
 import { serveKernelHttp } from "../observability/KernelHttp.js"
+import { log, LogLevels, setKernelIdentity, setLogLevel, type LogLevel } from "../observability/Log.js"
 import { Console, Effect, Either, Option } from "effect"
 import { existsSync, mkdirSync } from "node:fs"
 import { join } from "node:path"
@@ -55,6 +56,19 @@ const tryLines = (servers: string | ReadonlyArray<string>): Array<string> => {
 /** The port `wk start` serves metrics and health on unless told otherwise (Prometheus exporters' convention). */
 const DefaultMetricsPort = 9464
 
+const logLevelOption = Options.choice("log-level", LogLevels).pipe(
+  Options.optional,
+  Options.withDescription("structured log level on stderr (or WK_LOG_LEVEL; default info; debug: a line per committed event)")
+)
+const verboseOption = Options.boolean("verbose").pipe(Options.withAlias("v"), Options.withDescription("the same as --log-level debug"))
+
+/** `--log-level` / `-v` for the rest of the process. */
+const applyLogLevel = (level: Option.Option<LogLevel>, verbose: boolean) =>
+  Effect.sync(() => {
+    if (verbose) setLogLevel("debug")
+    else if (Option.isSome(level)) setLogLevel(level.value)
+  })
+
 const metricsPortOption = Options.integer("metrics-port").pipe(
   Options.optional,
   Options.withDescription("serve /metrics, /healthz and /readyz on this port (or WK_METRICS_PORT; 0: off; wk start defaults to 9464)")
@@ -76,6 +90,8 @@ const serve = (url: string, profiles: ReadonlyArray<Profile>, withBank: boolean,
         // Every kernel process loads plugins by digest from the object store; publish ours there.
         yield* publishLocalPlugins(join(repoRoot, "plugins"))
         const { owner } = yield* runKernel
+        setKernelIdentity(owner)
+        log.info({ nats: nats.servers }, "kernel ready")
         const policy = yield* (yield* PolicyStore).current
         const metrics = metricsPort === undefined ? undefined : yield* serveKernelHttp(metricsPort)
         if (withBank) {
@@ -133,9 +149,10 @@ const credentialsOf = (url: string | undefined, withBank: boolean) => {
 /** `wk start`: the embedded default. Starts nats-server from nats.conf unless NATS_URL is set. */
 export const startCommand = Command.make(
   "start",
-  { profiles: profilesOption, noBank, dev: devOption, port: Options.integer("port").pipe(Options.optional, Options.withDescription("NATS port for the embedded server (default 4322, or WK_NATS_PORT)")), metricsPort: metricsPortOption },
-  ({ profiles: profilesPath, noBank, dev, port, metricsPort }) =>
+  { profiles: profilesOption, noBank, dev: devOption, port: Options.integer("port").pipe(Options.optional, Options.withDescription("NATS port for the embedded server (default 4322, or WK_NATS_PORT)")), metricsPort: metricsPortOption, logLevel: logLevelOption, verbose: verboseOption },
+  ({ profiles: profilesPath, noBank, dev, port, metricsPort, logLevel, verbose }) =>
     Effect.gen(function* () {
+      yield* applyLogLevel(logLevel, verbose)
       const url = globalSelection.server ?? process.env["NATS_URL"]
       const profiles = yield* loadProfileFiles(profilesPath)
       yield* checkDevCredentials(profiles, credentialsOf(url, !noBank), dev)
@@ -163,9 +180,10 @@ export const startCommand = Command.make(
 /** `wk kernel`: one kernel process against NATS_URL (run several for scale). */
 export const kernelCommand = Command.make(
   "kernel",
-  { profiles: profilesOption, dev: devOption, withBank: Options.boolean("with-bank").pipe(Options.withDescription("also serve the demo bank")), metricsPort: metricsPortOption },
-  ({ profiles: profilesPath, dev, withBank, metricsPort }) =>
+  { profiles: profilesOption, dev: devOption, withBank: Options.boolean("with-bank").pipe(Options.withDescription("also serve the demo bank")), metricsPort: metricsPortOption, logLevel: logLevelOption, verbose: verboseOption },
+  ({ profiles: profilesPath, dev, withBank, metricsPort, logLevel, verbose }) =>
     Effect.gen(function* () {
+      yield* applyLogLevel(logLevel, verbose)
       const url = globalSelection.server ?? process.env["NATS_URL"]
       if (url === undefined || url === "") return yield* Effect.fail(new Error("wk kernel needs NATS_URL (for example nats://kernel:kernel-dev@127.0.0.1:4322); use `wk start` for the embedded default"))
       const profiles = yield* loadProfileFiles(profilesPath)

@@ -8,6 +8,7 @@ import { appendCommit, headAtWith, readCommitsAfterWith, readEventsAfterWith } f
 import { type AppendConflict, type LedgerError } from "./LedgerError.js"
 import { Nats } from "./Nats.js"
 import { kernelMetrics } from "../observability/KernelMetrics.js"
+import { log } from "../observability/Log.js"
 import { projectFacts, readProjectionWith } from "./Projection.js"
 
 /** How current a load must be: caught up with the stream, any cached view, or at least a sequence. */
@@ -105,6 +106,7 @@ export const makeHeldCallStore = Effect.gen(function* () {
         let facts = loaded.facts
         for (let index = 0; index < events.length; index++) facts = evolve(facts, { seq, index, event: events[index]! })
         countCommitted(events, loaded.facts.outcome, facts.outcome)
+        if (debugging()) for (const e of events) log.debug({ held_id: e.held_id, event: e.type, seq, generation: e.generation }, "committed")
         return remember({ facts, revision: loaded.revision, head })
       }),
       Effect.tapError((e) => Effect.sync(() => {
@@ -171,3 +173,6 @@ const countCommitted = (events: ReadonlyArray<HeldEvent>, before: string | null,
   }
   if (before === null && after !== null) kernelMetrics.outcomes.inc({ outcome: after })
 }
+
+/** Whether per-event debug lines are wanted (checked per commit: the usual answer costs one comparison). */
+const debugging = (): boolean => log.isLevelEnabled("debug")

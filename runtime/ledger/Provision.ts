@@ -1,4 +1,5 @@
 import { Effect } from "effect"
+import { errorFields, log } from "../observability/Log.js"
 import { randomBytes } from "node:crypto"
 import { Objm } from "@nats-io/obj"
 import { errors } from "@nats-io/transport-node"
@@ -121,7 +122,7 @@ export const provision = (replicas = 1, retention: RetentionConfig = DefaultRete
     })
     if (unchanged.length > 0) {
       yield* Effect.sync(() =>
-        console.error(`wk: kept the limits of ${unchanged.join("; ")}: this NATS user may not reconfigure them; run \`wk provision\` as the provisioner user to apply the configured retention`)
+        log.warn({ streams: unchanged }, "kept stream limits this NATS user may not reconfigure; run `wk provision` as the provisioner user to apply the configured retention")
       )
     }
     return { unchanged }

@@ -1,4 +1,5 @@
 import { Context, Effect, Layer, Queue, Stream, type Scope } from "effect"
+import { errorFields, log } from "../observability/Log.js"
 import type { JsMsg } from "@nats-io/jetstream"
 import { Streams, Subjects } from "../schema/Subjects.js"
 import { LedgerError } from "./LedgerError.js"
@@ -132,7 +133,7 @@ export const layerNatsWakeQueue = Layer.effect(
           // iterator's return() would wait for a message that may never come.
           void (async () => {
             for await (const msg of messages) Queue.unsafeOffer(handedOut, deliveryOf(msg))
-          })().catch((e) => console.error("wk: controller consumer stopped", e))
+          })().catch((e) => log.error({ loop: "controller", ...errorFields(e) }, "controller consumer stopped"))
           return Stream.fromQueue(handedOut)
         })
     })

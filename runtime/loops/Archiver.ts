@@ -1,4 +1,6 @@
 import { Effect, Schedule } from "effect"
+import { errorFields, log } from "../observability/Log.js"
+import { kernelMetrics } from "../observability/KernelMetrics.js"
 import { KernelConfig } from "../KernelConfig.js"
 import { archiveCalls, scanOldCalls } from "../ledger/Archive.js"
 import { acquireLease, releaseLease } from "../ledger/Leases.js"
@@ -41,7 +43,7 @@ export const runArchiver = Effect.gen(function* () {
     if (!("lease" in taken)) return
     yield* pass().pipe(Effect.ensuring(releaseLease(taken.lease).pipe(Effect.ignore)))
   }).pipe(
-    Effect.catchAll((e) => Effect.sync(() => console.error(`wk: archive pass failed: ${e.message}`)))
+    Effect.catchAll((e) => Effect.sync(() => (kernelMetrics.defects.inc({ loop: "archiver" }), log.error({ loop: "archiver", ...errorFields(e) }, "archive pass failed"))))
   )
   yield* Effect.forkScoped(Effect.repeat(once, Schedule.spaced(`${Math.max(1, retention.archiveIntervalMs)} millis`)))
 })

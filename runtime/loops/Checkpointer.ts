@@ -1,4 +1,6 @@
 import { Effect, Schedule } from "effect"
+import { errorFields, log } from "../observability/Log.js"
+import { kernelMetrics } from "../observability/KernelMetrics.js"
 import { writeCheckpoint } from "../ledger/Checkpoints.js"
 import { commitSigningKey } from "../ledger/CommitSigningKey.js"
 
@@ -19,7 +21,7 @@ export const runCheckpointer = Effect.gen(function* () {
   const every = checkpointIntervalMs()
   if (key === undefined || every === 0) return
   const pass = Effect.suspend(() => writeCheckpoint(key, new Date())).pipe(
-    Effect.catchAll((e) => Effect.sync(() => console.error(`wk: checkpoint failed: ${e.message}`)))
+    Effect.catchAll((e) => Effect.sync(() => (kernelMetrics.defects.inc({ loop: "checkpointer" }), log.error({ loop: "checkpointer", ...errorFields(e) }, "checkpoint failed"))))
   )
   yield* Effect.forkScoped(Effect.repeat(Effect.delay(pass, `${every} millis`), Schedule.forever))
 })

@@ -1,4 +1,5 @@
 import { Effect, Stream } from "effect"
+import { errorFields, log } from "../observability/Log.js"
 import { kernelMetrics } from "../observability/KernelMetrics.js"
 import { HeldCallStore } from "../ledger/HeldCallStore.js"
 import { WakeQueue, type WakeDelivery } from "../ledger/Wakes.js"
@@ -58,7 +59,7 @@ export const runController = (opts: { readonly concurrency?: number; readonly ac
         semaphore.take(1),
         Effect.forkDaemon(
           handle(msg).pipe(
-            Effect.catchAllDefect((d) => Effect.sync(() => (kernelMetrics.defects.inc({ loop: "controller" }), console.error("wk: controller defect", d), msg.nak(1000)))),
+            Effect.catchAllDefect((d) => Effect.sync(() => (kernelMetrics.defects.inc({ loop: "controller" }), log.error({ loop: "controller", held_id: msg.heldId, ...errorFields(d) }, "controller defect"), msg.nak(1000)))),
             Effect.ensuring(semaphore.release(1))
           )
         )
@@ -66,7 +67,7 @@ export const runController = (opts: { readonly concurrency?: number; readonly ac
     }
 
     yield* Stream.runForEach(wakes, dispatch).pipe(
-      Effect.catchAllCause((cause) => Effect.sync(() => console.error("wk: controller stopped", cause))),
+      Effect.catchAllCause((cause) => Effect.sync(() => (kernelMetrics.defects.inc({ loop: "controller" }), log.error({ loop: "controller", err: String(cause) }, "controller stopped")))),
       Effect.forkScoped
     )
   })

@@ -1,4 +1,6 @@
 import { Duration, Effect, Ref } from "effect"
+import { errorFields, log } from "../observability/Log.js"
+import { kernelMetrics } from "../observability/KernelMetrics.js"
 import { KernelConfig } from "../KernelConfig.js"
 import { acquireLease, releaseLease, type Lease } from "../ledger/Leases.js"
 import type { LedgerError } from "../ledger/LedgerError.js"
@@ -152,7 +154,7 @@ export const runPolicyReevaluation = Effect.gen(function* () {
       complete = epoch
       yield* forgetOlder(epoch)
     }
-  }).pipe(Effect.catchAll((e) => Effect.sync(() => console.error(`wk: policy re-evaluation pass failed: ${e.message}`))))
+  }).pipe(Effect.catchAll((e) => Effect.sync(() => (kernelMetrics.defects.inc({ loop: "policy-reevaluation" }), log.error({ loop: "policy-reevaluation", ...errorFields(e) }, "policy re-evaluation pass failed")))))
 
   yield* Effect.forkScoped(Effect.forever(Effect.zipRight(pass, Effect.sleep(Duration.millis(pace.pollMs)))))
   return { working: Ref.get(working) }

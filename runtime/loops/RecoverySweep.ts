@@ -1,4 +1,5 @@
 import { Duration, Effect, Schedule } from "effect"
+import { errorFields, log } from "../observability/Log.js"
 import { kernelMetrics } from "../observability/KernelMetrics.js"
 import { acquireLease } from "../ledger/Leases.js"
 import { OpenIndex, openHeldIds, shardOf } from "../ledger/OpenIndex.js"
@@ -53,7 +54,7 @@ export const runRecoverySweep = Effect.gen(function* () {
   yield* Effect.forkScoped(
     sweepOnce.pipe(
       Effect.tap(() => Effect.sync(() => kernelMetrics.recoveryScans.inc())),
-      Effect.catchAllCause((cause) => Effect.sync(() => (kernelMetrics.defects.inc({ loop: "recovery-sweep" }), console.error("wk: recovery sweep failed", String(cause))))),
+      Effect.catchAllCause((cause) => Effect.sync(() => (kernelMetrics.defects.inc({ loop: "recovery-sweep" }), log.error({ loop: "recovery-sweep", err: String(cause) }, "recovery sweep failed")))),
       Effect.repeat(Schedule.spaced(Duration.millis(cfg.sweepIntervalMs)))
     )
   )

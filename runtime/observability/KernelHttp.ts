@@ -1,4 +1,5 @@
 import { Effect, Runtime } from "effect"
+import { log } from "./Log.js"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import { Nats } from "../ledger/Nats.js"
 import { ControllerConsumer } from "../ledger/Provision.js"
@@ -90,7 +91,7 @@ export const serveKernelHttp = (port: number, host = "127.0.0.1") =>
     const server = createServer(handle)
     const bound = yield* Effect.async<number | undefined>((resume) => {
       server.once("error", (e) => {
-        console.error(`wk: the metrics and health port ${host}:${port} is not served: ${describe(e)}`)
+        log.warn({ port, host, err: describe(e) }, "the metrics and health port is not served")
         resume(Effect.succeed(undefined))
       })
       server.listen(port, host, () => {

@@ -1,4 +1,6 @@
 import { Cause, Effect } from "effect"
+import { log } from "../observability/Log.js"
+import { kernelMetrics } from "../observability/KernelMetrics.js"
 import type { Subscription } from "@nats-io/transport-node"
 import { Nats } from "../ledger/Nats.js"
 import type { LedgerPorts } from "../ledger/LedgerPorts.js"
@@ -56,7 +58,8 @@ export const serveProtocol = Effect.gen(function* () {
       subject,
       (msg) => handler(msg.data).pipe(Effect.catchAll((e) => Effect.succeed(e._tag === "Rejected" ? e.reply : unavailable(`${e._tag}: ${e.message}`)))),
       (cause) => {
-        console.error(`wk: ${subject} failed:`, Cause.pretty(cause))
+        kernelMetrics.defects.inc({ loop: "protocol" })
+        log.error({ loop: "protocol", subject, err: Cause.pretty(cause) }, "request failed")
         return { status: 500, error: { code: "internal", message: "the kernel failed on this request; it was not applied" } }
       }
     )

@@ -86,6 +86,27 @@ describe("the kernel's operator endpoints", () => {
     expect(m.text).toMatch(/^wk_process_cpu_seconds_total /m)
   })
 
+  it("logs JSON lines on stderr naming its kernel and run; quiet by default, a line per committed event at debug", async () => {
+    const lines = (out: string) => out.split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l) as Record<string, unknown>)
+    const ready = lines(kernel.output()).find((l) => l["msg"] === "kernel ready")
+    expect(ready).toMatchObject({ level: 30, kernel: expect.stringMatching(/^kernel-/), run: expect.stringMatching(/^[0-9a-f]{8}$/) })
+    expect(lines(kernel.output()).some((l) => l["msg"] === "committed")).toBe(false)
+    const verbose = await startKernelProcess(nats.servers, profileDir([testProfile()]), { WK_LOG_LEVEL: "debug" })
+    try {
+      const alice = clientFor(conns[1]!, "agent:alice")
+      // The kernels share the requests (a queue group): of a dozen calls, the verbose one commits some.
+      for (let i = 0; i < 12; i++) {
+        const r = (await alice.propose({ session_id: "s-logs", turn_id: "t1", call_id: `c-log-${i}`, tool: "money_transfer", args: { from: "alice", to: "bob", amount: 1 + i } } as never)) as { status: number }
+        expect(r.status).toBe(200)
+      }
+      await eventually(async () => lines(verbose.output()).some((l) => l["msg"] === "committed"), 20_000)
+      const committed = lines(verbose.output()).filter((l) => l["msg"] === "committed")
+      expect(committed[0]).toMatchObject({ level: 20, held_id: expect.stringMatching(/^h_/), event: expect.any(String), seq: expect.any(Number), kernel: expect.stringMatching(/^kernel-/) })
+    } finally {
+      await verbose.stop()
+    }
+  }, 120_000)
+
   it("/readyz says 503 naming NATS once the server is gone, and /healthz still answers", async () => {
     await nats.stop()
     await eventually(async () => (await get("/readyz")).status === 503, 10_000)
