@@ -68,7 +68,7 @@ export const statusCommand = Command.make(
       const plugins = (policy?.profiles ?? []).flatMap((p) => (p.plugins ?? []).map((pin) => ({ profile: p.name, name: pin.name, version: pin.version, sha256: pin.sha256, signer: pin.signer, stages: pin.stages })))
       const report = {
         server: nc.getServer(),
-        kernels: kernels.map((k) => ({ owner: k["owner"], pid: k["pid"], uptime_ms: k["uptime_ms"], policy_epoch: k["policy_epoch"], reevaluating: k["reevaluating"] ?? null })),
+        kernels: kernels.map((k) => ({ owner: k["owner"], pid: k["pid"], version: k["version"] ?? null, uptime_ms: k["uptime_ms"], policy_epoch: k["policy_epoch"], last_recovery_at: k["last_recovery_at"] ?? null, reevaluating: k["reevaluating"] ?? null })),
         policy_epoch: policy?.epoch ?? null,
         reevaluation,
         profiles: (policy?.profiles ?? []).map((p) => ({ name: p.name, layer: p.layer ?? null })),
@@ -80,7 +80,7 @@ export const statusCommand = Command.make(
       if (json) return yield* Console.log(JSON.stringify(report, null, 2))
       const lines = [
         `server        ${report.server}`,
-        `kernels       ${report.kernels.length === 0 ? "none answered (start one with `npm start` or `wk kernel`)" : report.kernels.map((k) => `${String(k.owner)} (pid ${String(k.pid)}, epoch ${String(k.policy_epoch)})`).join(", ")}`,
+        `kernels       ${report.kernels.length === 0 ? "none answered (start one with `npm start` or `wk kernel`)" : report.kernels.map((k) => `${String(k.owner)} (pid ${String(k.pid)}, v${String(k.version)}, epoch ${String(k.policy_epoch)}, last recovery ${k.last_recovery_at === null ? "not yet" : String(k.last_recovery_at)})`).join(", ")}`,
         `policy epoch  ${String(report.policy_epoch)}  profiles ${report.profiles.map((p) => `${p.name}${p.layer ? `(${p.layer})` : ""}`).join(", ")}`,
         `re-evaluation ${reevaluationLine(reevaluation)}`,
         `open calls    ${open}${states.size > 0 ? "  " + [...states].map(([s, n]) => `${s}: ${n}`).join(", ") : ""}`,

@@ -53,7 +53,10 @@ export const runRecoverySweep = Effect.gen(function* () {
   if (!(cfg.sweepIntervalMs > 0)) return
   yield* Effect.forkScoped(
     sweepOnce.pipe(
-      Effect.tap(() => Effect.sync(() => kernelMetrics.recoveryScans.inc())),
+      Effect.tap(() => Effect.sync(() => {
+        kernelMetrics.recoveryScans.inc()
+        kernelMetrics.marks.lastRecoveryAt = Date.now()
+      })),
       Effect.catchAllCause((cause) => Effect.sync(() => (kernelMetrics.defects.inc({ loop: "recovery-sweep" }), log.error({ loop: "recovery-sweep", err: String(cause) }, "recovery sweep failed")))),
       Effect.repeat(Schedule.spaced(Duration.millis(cfg.sweepIntervalMs)))
     )

@@ -33,7 +33,10 @@ export const makeKernelMetrics = () => {
   const consumerLag = new Gauge({ name: "wk_controller_consumer_pending", help: "Wakes waiting in the controller's consumer", registers: [registry] })
   collectDefaultMetrics({ register: registry, prefix: "wk_" })
   const scrapers: Array<() => Promise<void>> = []
+  /** When this process's recovery sweep last finished a pass (ms), for `wk status`. */
+  const marks: { lastRecoveryAt: number | undefined } = { lastRecoveryAt: undefined }
   return {
+    marks,
     registry,
     requestSeconds,
     eventsCommitted,

@@ -1,4 +1,6 @@
 import { Effect } from "effect"
+import { KernelVersion } from "../observability/KernelVersion.js"
+import { kernelMetrics } from "../observability/KernelMetrics.js"
 import { Nats } from "../ledger/Nats.js"
 import { KernelConfig } from "../KernelConfig.js"
 import { PolicyStore } from "../policy/PolicyStore.js"
@@ -27,6 +29,8 @@ export const serveStatus = (working: Effect.Effect<ReevaluationWork | null>) => 
             uptime_ms: Date.now() - started,
             policy_epoch: policy.epoch,
             reevaluating,
+            version: KernelVersion,
+            last_recovery_at: kernelMetrics.marks.lastRecoveryAt === undefined ? null : new Date(kernelMetrics.marks.lastRecoveryAt).toISOString(),
             memory: { rss: mem.rss, heap_used: mem.heapUsed, heap_total: mem.heapTotal, external: mem.external }
           })
         )

@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { createServer } from "node:net"
+import { readFileSync } from "node:fs"
+import { join } from "node:path"
+import { repoRoot } from "../../runtime/cli/Paths.js"
 import type { NatsConnection } from "@nats-io/transport-node"
 import { DemoBank } from "../../runtime/executor/DemoBank.js"
 import { startKernelProcess, profileDir, type KernelProcess } from "../support/KernelProcess.js"
@@ -106,6 +109,19 @@ describe("the kernel's operator endpoints", () => {
       await verbose.stop()
     }
   }, 120_000)
+
+  it("answers wk.v1.admin.status with its version and its last recovery sweep", async () => {
+    const replies: Array<Record<string, unknown>> = []
+    const admin = await connectAs(nats.servers, "kernel")
+    conns.push(admin)
+    for await (const m of await admin.requestMany("wk.v1.admin.status", new Uint8Array(0), { maxWait: 1000 })) replies.push(m.json<Record<string, unknown>>())
+    expect(replies.length).toBeGreaterThanOrEqual(1)
+    const version = (JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { version: string }).version
+    for (const r of replies) {
+      expect(r).toMatchObject({ version, owner: expect.stringMatching(/^kernel-/) })
+      expect(r["last_recovery_at"] === null || typeof r["last_recovery_at"] === "string").toBe(true)
+    }
+  })
 
   it("/readyz says 503 naming NATS once the server is gone, and /healthz still answers", async () => {
     await nats.stop()
