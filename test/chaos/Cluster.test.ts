@@ -14,6 +14,11 @@ import { startTestCluster, type TestCluster } from "../support/TestCluster.js"
 import { connectAs, testProfile } from "../support/Principals.js"
 import { profileDir, startKernelProcess, type KernelProcess } from "../support/KernelProcess.js"
 import { eventually } from "../support/Stream.js"
+import { HttpServer } from "@effect/platform"
+import { Effect, ManagedRuntime } from "effect"
+import { layerGateway } from "../../runtime/gateway/Gateway.js"
+import { Roles } from "../support/TestNats.js"
+import { fresh, signedAs } from "../gateway/GatewayHarness.js"
 
 // The kernel on a 3-node JetStream cluster on loopback. Two kernel processes on
 // different nodes (A on node 0, B on node 1), the bank on node 2, the agent on node 2. ALLOW
@@ -25,6 +30,7 @@ const kernels: Array<KernelProcess> = []
 const conns: Array<NatsConnection> = []
 const enabled = findNatsServer() !== null
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+let sharedBank: DemoBank | undefined
 
 /** `wk audit replay` as its own process, with a NATS_URL listing several nodes. */
 const auditReplay = (natsUrl: string): Promise<{ code: number | null; out: string }> =>
@@ -65,6 +71,7 @@ describe.skipIf(!enabled)("3-node NATS cluster", () => {
     const toolConn = await connectAs(n[2]!.servers, "bank", { maxReconnectAttempts: -1 })
     conns.push(toolConn)
     const bank = new DemoBank({ onApplied: (_t, key) => void applied.set(key, (applied.get(key) ?? 0) + 1) }).serve(toolConn)
+    sharedBank = bank
     const agentConn = await connectAs(n[2]!.servers, "agent")
     conns.push(agentConn)
     const alice = WitnessClient.over(agentConn, { principal: "agent:alice", secretKey: devKeyPair("agent:alice").secretKey, timeoutMs: 4000 })
@@ -172,5 +179,35 @@ describe.skipIf(!enabled)("3-node NATS cluster", () => {
     expect(bank.effects).toBe(completed.length)
     expect(applied.size).toBe(completed.length)
     expect(duplicates).toEqual([])
+  }, 120_000)
+
+  it("the deployment's topology: the gateway in front of two kernels on the cluster; with one kernel killed a call through the gateway completes once", async () => {
+    const bank = sharedBank!
+    const n = cluster.nodes
+    // Two kernels again (the test before stopped kernel B): A on node 0, a new one on node 1.
+    kernels.push(await startKernelProcess(n[1]!.servers, profileDir([testProfile()]), { WK_REPLICAS: "3" }))
+    const gateway = ManagedRuntime.make(layerGateway({ nats: { servers: [n[2]!.servers, n[0]!.servers, n[1]!.servers], ...Roles.gateway }, port: 0 }))
+    try {
+      const address = await gateway.runPromise(Effect.map(HttpServer.HttpServer, (srv) => srv.address))
+      if (address._tag !== "TcpAddress") throw new Error("gateway is not on TCP")
+      const url = `http://127.0.0.1:${address.port}`
+      expect((await fetch(`${url}/readyz`)).status).toBe(200)
+      await kernels[0]!.kill()
+      const before = bank.effects
+      const body = signedAs("agent:alice", { op: "propose", session_id: "s-deploy", turn_id: "t1", call_id: "via-gateway", tool: "money_transfer", args: { from: "alice", to: "bob", amount: 42 }, ...fresh() })
+      const tries: Array<string> = []
+      // A request the killed kernel had taken is answered 503 by the gateway: the same signed call is sent again.
+      const reply = await eventually(async () => {
+        const r = await fetch(`${url}/tool-calls`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })
+        const json = (await r.json()) as { outcome?: string }
+        if (r.status !== 200) tries.push(`${r.status} ${JSON.stringify(json).slice(0, 300)}`)
+        return r.status === 200 ? json : undefined
+      }, 60_000).catch((e: unknown) => { throw new Error(`${String(e)}; answers: ${tries.slice(0, 5).join(" | ")}`) })
+      expect(reply).toMatchObject({ outcome: "completed" })
+      // Sent again as often as it took, the call ran once.
+      expect(bank.effects).toBe(before + 1)
+    } finally {
+      await gateway.dispose()
+    }
   }, 120_000)
 })
