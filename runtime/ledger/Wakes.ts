@@ -58,6 +58,8 @@ export interface WakeDelivery {
   readonly driving: Driving | null
   /** This wake was handed out before and not acked. */
   readonly redelivered: boolean
+  /** How many times it was handed out, this time included. */
+  readonly deliveries: number
   readonly ack: () => void
   readonly nak: (delayMs: number) => void
   /** Still working on it: restarts the redelivery timer. */
@@ -104,6 +106,7 @@ const deliveryOf = (msg: JsMsg): WakeDelivery => ({
   heldId: msg.subject.slice(WakesPrefix.length),
   driving: drivingOf(msg.data),
   redelivered: msg.redelivered,
+  deliveries: msg.info.deliveryCount,
   ack: () => msg.ack(),
   nak: (delayMs) => msg.nak(delayMs),
   working: () => msg.working()

@@ -39,7 +39,8 @@ export const runController = (opts: { readonly concurrency?: number; readonly ac
         }).pipe(Effect.either, Effect.ensuring(Effect.sync(() => clearInterval(keepAlive))))
         if (r._tag === "Left") {
           kernelMetrics.reconciles.inc({ outcome: "retry" })
-          return msg.nak(1000)
+          log.warn({ loop: "controller", held_id: heldId, deliveries: msg.deliveries, err: r.left.message }, "drive failed; retried with backoff")
+          return msg.nak(retryBackoffMs(msg.deliveries))
         }
         kernelMetrics.reconciles.inc({ outcome: r.right.requeueMs === null ? "settled" : "requeue" })
         return r.right.requeueMs === null ? msg.ack() : msg.nak(r.right.requeueMs)
@@ -59,7 +60,7 @@ export const runController = (opts: { readonly concurrency?: number; readonly ac
         semaphore.take(1),
         Effect.forkDaemon(
           handle(msg).pipe(
-            Effect.catchAllDefect((d) => Effect.sync(() => (kernelMetrics.defects.inc({ loop: "controller" }), log.error({ loop: "controller", held_id: msg.heldId, ...errorFields(d) }, "controller defect"), msg.nak(1000)))),
+            Effect.catchAllDefect((d) => Effect.sync(() => (kernelMetrics.defects.inc({ loop: "controller" }), log.error({ loop: "controller", held_id: msg.heldId, ...errorFields(d) }, "controller defect"), msg.nak(retryBackoffMs(msg.deliveries))))),
             Effect.ensuring(semaphore.release(1))
           )
         )
@@ -71,3 +72,9 @@ export const runController = (opts: { readonly concurrency?: number; readonly ac
       Effect.forkScoped
     )
   })
+
+/**
+ * How long a wake whose drive failed waits before it is handed out again: 1 s after its first
+ * delivery, doubling per delivery, at most a minute (a store outage is not hammered).
+ */
+export const retryBackoffMs = (deliveries: number): number => Math.min(60_000, 1000 * 2 ** Math.min(6, Math.max(0, deliveries - 1)))

@@ -69,6 +69,7 @@ export const makeMemoryWakes = Effect.gen(function* () {
       heldId,
       driving: p.driving,
       redelivered: p.deliveries > 1,
+      deliveries: p.deliveries,
       ack: () => {
         if (!current()) return
         cancelTimer(p)
