@@ -1,4 +1,6 @@
-import { Effect, Layer, Ref, Schema } from "effect"
+import { Effect, Layer, Ref, Schema, Stream } from "effect"
+import { log } from "../observability/Log.js"
+import { kernelMetrics } from "../observability/KernelMetrics.js"
 import { Nats } from "./Nats.js"
 import { LedgerError, isWrongLastSequence } from "./LedgerError.js"
 import { jcsDigest } from "../schema/Canonical.js"
@@ -97,17 +99,26 @@ export const makePolicyStore = (fileProfiles: ReadonlyArray<Profile>) =>
       try: () => kv.watch({ key: Key }),
       catch: (cause) => new LedgerError({ operation: "watch policy", message: String(cause), cause })
     })
-    const runtime = yield* Effect.runtime<never>()
-    void (async () => {
-      for await (const e of watcher) {
-        if (e.operation !== "PUT") continue
-        try {
-          await Effect.runPromise(Effect.provide(set(decode(e.json())), runtime.context))
-        } catch {
+    // A supervised fiber of this scope. Its finalizer (stopping the watch) runs before the fiber
+    // is interrupted, so the iterator ends instead of waiting for a change that may never come.
+    yield* Stream.fromAsyncIterable(watcher, (cause) => new LedgerError({ operation: "watch policy", message: String(cause), cause })).pipe(
+      Stream.filter((e) => e.operation === "PUT"),
+      Stream.runForEach((e) =>
+        Effect.try({ try: () => decode(e.json()), catch: (cause) => cause }).pipe(
+          Effect.flatMap(set),
           // A document that does not decode is ignored; the previous policy stays in force.
-        }
-      }
-    })()
+          Effect.catchAll((cause) => Effect.sync(() => {
+            kernelMetrics.defects.inc({ loop: "policy-watch" })
+            log.warn({ loop: "policy-watch", err: String(cause).slice(0, 300) }, "a policy document does not decode; the policy in force stays")
+          }))
+        )
+      ),
+      Effect.catchAllCause((cause) => Effect.sync(() => {
+        kernelMetrics.defects.inc({ loop: "policy-watch" })
+        log.error({ loop: "policy-watch", err: String(cause) }, "policy watch stopped")
+      })),
+      Effect.forkScoped
+    )
     yield* Effect.addFinalizer(() => Effect.sync(() => watcher.stop()))
 
     return PolicyStore.of({
