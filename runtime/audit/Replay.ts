@@ -80,8 +80,10 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
     const t0 = Date.now()
     const stream = options.stream ?? Streams.events
     const selection = options.selection ?? { fromSeq: 1 }
+    // Taken before the stream's bounds are read, less a margin for the server's clock: a delivery
+    // stored before it follows commits the read below holds; one stored later may not.
+    const eventsReadAt = Date.now() - StoreClockMarginMs
     const layout = yield* streamLayout(stream)
-    const eventsReadAt = Date.now()
     const streamViolations: Array<Violation> = []
     const fail = (held_id: string, seqs: ReadonlyArray<number>, message: string) => void streamViolations.push({ check: "stream", held_id, seqs: [...seqs], message })
     // Archived calls' events were purged from the stream: the gaps they leave are accounted for
@@ -405,6 +407,9 @@ interface DecodedLog {
   /** Commits whose store time was compared (archived ones carry none). */
   readonly storeTimed: number
 }
+
+/** How far the NATS server's clock may be behind the auditor's when their times are compared. */
+const StoreClockMarginMs = 1000
 
 /** Default tolerance between a commit's store time and its events' time. */
 export const DefaultStoreSkewMs = 5 * 60_000

@@ -28,7 +28,7 @@ export const delivery: HeldCheck = {
           const matches = f.outcome !== null && (m.outcome ?? null) === f.outcome && (m.admission ?? null) === admission
           if (m.time !== undefined && ctx.eventsReadAt !== undefined && m.time > ctx.eventsReadAt) c.unsure([], `delivery ${m.delivery_id} (WK_SESSIONS seq ${m.seq}) was stored after the events were read: its call's later steps are not in this replay`)
           else if (matches && endedAt(call) > ctx.newestAt - ctx.settleMs) c.unsure([], `delivery ${m.delivery_id} (WK_SESSIONS seq ${m.seq}) says what the call ended with but its delivery.published is not recorded (in flight, or its kernel stopped between publishing and recording)`)
-          else c.fail([], `delivery ${m.delivery_id} (WK_SESSIONS seq ${m.seq}) has no delivery.published in the call's history`)
+          else c.fail([], `delivery ${m.delivery_id} (WK_SESSIONS seq ${m.seq}) has no delivery.published in the call's history (it says ${m.outcome ?? "no outcome"}/${m.admission ?? "-"}; the history: ${f.outcome ?? "not ended"}/${admission ?? "-"})`)
         }
         if (quarantinedAt !== undefined && m.result !== null && m.result !== undefined) {
           c.fail([quarantinedAt.seq], `a quarantined result reached delivery ${m.delivery_id} (WK_SESSIONS seq ${m.seq}) with its bytes`)
