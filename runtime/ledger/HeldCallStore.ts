@@ -7,6 +7,7 @@ import { commitSigningKey } from "./CommitSigningKey.js"
 import { appendCommit, headAtWith, readCommitsAfterWith, readEventsAfterWith } from "./EventLog.js"
 import { type AppendConflict, type LedgerError } from "./LedgerError.js"
 import { Nats } from "./Nats.js"
+import { recordWritten } from "./WrittenCommits.js"
 import { kernelMetrics } from "../observability/KernelMetrics.js"
 import { log } from "../observability/Log.js"
 import { projectFacts, readProjectionWith } from "./Projection.js"
@@ -106,6 +107,7 @@ export const makeHeldCallStore = Effect.gen(function* () {
         let facts = loaded.facts
         for (let index = 0; index < events.length; index++) facts = evolve(facts, { seq, index, event: events[index]! })
         countCommitted(events, loaded.facts.outcome, facts.outcome)
+        if (key !== undefined) recordWritten({ seq, heldId: loaded.facts.held_id, digest: head })
         if (debugging()) for (const e of events) log.debug({ held_id: e.held_id, event: e.type, seq, generation: e.generation }, "committed")
         return remember({ facts, revision: loaded.revision, head })
       }),

@@ -31,6 +31,11 @@ export const Checkpoint = Schema.Struct({
   from_seq: Schema.Number,
   last_seq: Schema.Number,
   heads: Schema.Array(CheckpointHead),
+  /**
+   * Commits the signing kernel stored itself and found gone or changed when it checkpointed
+   * (`[held id, seq, digest it stored]`): absent when there are none.
+   */
+  missing: Schema.optional(Schema.Array(CheckpointHead)),
   at: Schema.String,
   key: Schema.String,
   sig: Schema.String
@@ -51,10 +56,19 @@ export const checkpointDigest = (stored: Uint8Array): string => sha256Hex(stored
 
 /** A checkpoint of `heads` over `from_seq..last_seq`, chained to `prev` and signed with `key`. */
 export const signCheckpoint = (
-  body: { readonly prev: string; readonly from_seq: number; readonly last_seq: number; readonly heads: ReadonlyArray<CheckpointHead>; readonly at: string },
+  body: { readonly prev: string; readonly from_seq: number; readonly last_seq: number; readonly heads: ReadonlyArray<CheckpointHead>; readonly missing?: ReadonlyArray<CheckpointHead>; readonly at: string },
   key: CommitKey
 ): Checkpoint => {
-  const unsigned = { kind: "checkpoint" as const, prev: body.prev, from_seq: body.from_seq, last_seq: body.last_seq, heads: body.heads, at: body.at, key: key.publicKey }
+  const unsigned = {
+    kind: "checkpoint" as const,
+    prev: body.prev,
+    from_seq: body.from_seq,
+    last_seq: body.last_seq,
+    heads: body.heads,
+    ...(body.missing !== undefined && body.missing.length > 0 ? { missing: body.missing } : {}),
+    at: body.at,
+    key: key.publicKey
+  }
   return { ...unsigned, sig: Buffer.from(ed25519Sign(Buffer.from(checkpointSigningBytes(unsigned)), key.secretKey)).toString("base64") }
 }
 

@@ -259,4 +259,20 @@ describe("signed checkpoints", () => {
     expect(bad.code).not.toBe(0)
     expect(bad.stderr + bad.stdout).toMatch(/--checkpoint .*bogus\.json: not a checkpoint/)
   }, 60_000)
+
+  // Last: it tampers with the real stream the tests above replay.
+  it("a call purged from the real stream with the kernel's credentials before any checkpoint covered it: the kernel's next checkpoint names its commits, and the replay fails", async () => {
+    const victim = await allowed(40)
+    const mine = (await readRaw(kernelConn)).filter((m) => m.subject === on(victim))
+    expect(mine.length).toBeGreaterThan(0)
+    // What the kernel's NATS user may do (archiving needs it): purge a call's subject.
+    const purged = await (await jetstreamManager(kernelConn)).streams.purge(Streams.events, { filter: on(victim) })
+    expect(purged.purged).toBe(mine.length)
+    const c = (await checkpointNow())!
+    expect(c.checkpoint.missing?.map((h) => [h[0], h[1]])).toEqual(mine.map((m) => [victim, m.seq]))
+    const r = await replayAs(nats.servers, "auditor", { factsBucket: null, sessionsStream: null, trust: trusted() })
+    expect(failedChecks(r)).toContain("checkpoints")
+    expect(checkpointMessages(r)).toContainEqual([victim, expect.stringMatching(/found it gone from the stream or changed: it was removed or rewritten/)])
+    checkpoints.push(c)
+  })
 })

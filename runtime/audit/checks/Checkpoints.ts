@@ -65,6 +65,9 @@ export const checkpointsCheck = (
     const from = before === undefined ? 1 : before.checkpoint.last_seq + 1
     if (c.from_seq !== from) fail("_checkpoint", [m.seq], `checkpoint seq ${m.seq} covers ${c.from_seq}..${c.last_seq}, but the chain continues at ${from}`)
     if (c.last_seq >= m.seq) fail("_checkpoint", [m.seq], `checkpoint seq ${m.seq} claims to cover up to seq ${c.last_seq}, at or after itself`)
+    for (const [name, seq, digest] of c.missing ?? []) {
+      fail(name, [m.seq, seq], `checkpoint seq ${m.seq}: the kernel that signed it stored seq ${seq} of ${name} (${short(digest)}…) and found it gone from the stream or changed: it was removed or rewritten`)
+    }
     chain.push({ seq: m.seq, data: m.data, checkpoint: c })
   }
 
