@@ -37,13 +37,11 @@ export const runController = (opts: { readonly concurrency?: number; readonly ac
           if (yield* store.serialized(heldId, Effect.sync(() => isSettled(heldId)))) return { facts: null, requeueMs: null }
           return yield* driver.drive(heldId, "fresh")
         }).pipe(Effect.either, Effect.ensuring(Effect.sync(() => clearInterval(keepAlive))))
-        if (r._tag === "Left") {
-          kernelMetrics.reconciles.inc({ outcome: "retry" })
-          log.warn({ loop: "controller", held_id: heldId, deliveries: msg.deliveries, err: r.left.message }, "drive failed; retried with backoff")
-          return msg.nak(retryBackoffMs(msg.deliveries))
-        }
-        kernelMetrics.reconciles.inc({ outcome: r.right.requeueMs === null ? "settled" : "requeue" })
-        return r.right.requeueMs === null ? msg.ack() : msg.nak(r.right.requeueMs)
+        const outcome: ReconcileOutcome =
+          r._tag === "Left" ? { _tag: "retry", afterMs: retryBackoffMs(msg.deliveries), reason: r.left.message }
+          : r.right.requeueMs === null ? { _tag: "settled" }
+          : { _tag: "requeue", afterMs: r.right.requeueMs }
+        return conclude(msg, outcome)
       })
 
     const dispatch = (msg: WakeDelivery): Effect.Effect<void> => {
@@ -72,6 +70,31 @@ export const runController = (opts: { readonly concurrency?: number; readonly ac
       Effect.forkScoped
     )
   })
+
+/**
+ * What one reconcile of a wake came to: settled (acked, the call needs nothing more), requeue
+ * (the reconciler asked to look again after a delay: expiry, fallback, a lease to wait out) or
+ * retry (the drive failed; handed out again with backoff). A drive fails only on the store
+ * (a `LedgerError`), which a later delivery may find back, so no outcome gives a wake up.
+ */
+export type ReconcileOutcome =
+  | { readonly _tag: "settled" }
+  | { readonly _tag: "requeue"; readonly afterMs: number }
+  | { readonly _tag: "retry"; readonly afterMs: number; readonly reason: string }
+
+/** Tells the wake queue what an outcome means, counted per outcome; a retry is logged with its reason. */
+const conclude = (msg: WakeDelivery, outcome: ReconcileOutcome): void => {
+  kernelMetrics.reconciles.inc({ outcome: outcome._tag })
+  switch (outcome._tag) {
+    case "settled":
+      return msg.ack()
+    case "requeue":
+      return msg.nak(outcome.afterMs)
+    case "retry":
+      log.warn({ loop: "controller", held_id: msg.heldId, deliveries: msg.deliveries, err: outcome.reason }, "drive failed; retried with backoff")
+      return msg.nak(outcome.afterMs)
+  }
+}
 
 /**
  * How long a wake whose drive failed waits before it is handed out again: 1 s after its first

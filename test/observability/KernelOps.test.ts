@@ -87,6 +87,9 @@ describe("the kernel's operator endpoints", () => {
     expect(sample(m.text, "wk_policy_epoch")).toBe(1)
     expect(m.text).toMatch(/^wk_controller_consumer_pending \d+$/m)
     expect(m.text).toMatch(/^wk_process_cpu_seconds_total /m)
+    // The held call's wake is reconciled by the controller: counted under its outcome's label.
+    const reconciled = (t: string) => ["settled", "requeue", "retry"].reduce((n, o) => n + sample(t, "wk_reconcile_outcomes_total", `outcome="${o}"`) - sample(before, "wk_reconcile_outcomes_total", `outcome="${o}"`), 0)
+    await eventually(async () => reconciled((await get("/metrics")).text) > 0, 10_000)
   })
 
   it("logs JSON lines on stderr naming its kernel and run; quiet by default, a line per committed event at debug", async () => {
