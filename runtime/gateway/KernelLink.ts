@@ -1,4 +1,4 @@
-import { Context, Effect, Layer, Stream } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { connect, type NatsConnection } from "@nats-io/transport-node"
 import { DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream"
 import { Kvm } from "@nats-io/kv"
@@ -59,17 +59,12 @@ export const makeKernelLink = (opts: GatewayNats) =>
     let up = true
     // The connection's own status events: a request while NATS is gone is refused at once (503)
     // instead of waiting out its timeout.
-    // It runs as a fiber of the link's scope: interrupted when the gateway stops, and a watch that
-    // ends or fails while the gateway runs is logged and marks the link down (no status, no trust).
-    yield* Stream.fromAsyncIterable(nc.status(), (e) => new GatewayNatsError(`NATS status watch failed: ${String(e)}`)).pipe(
-      Stream.runForEach((s) => Effect.sync(() => {
+    void (async () => {
+      for await (const s of nc.status()) {
         if (s.type === "disconnect" || s.type === "close") up = false
         else if (s.type === "reconnect") up = true
-      })),
-      Effect.catchAll((e) => Effect.logError("gateway NATS status watch failed", e.message)),
-      Effect.zipRight(Effect.sync(() => { up = false })),
-      Effect.forkScoped
-    )
+      }
+    })().catch(() => undefined)
     const connected = () => up && !nc.isClosed()
     const down = () => new GatewayNatsError("NATS is not connected: the kernel cannot be reached")
     const client = WitnessClient.over(nc, { principal: "gateway", secretKey: unusedKey })
