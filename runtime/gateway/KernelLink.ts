@@ -58,7 +58,9 @@ export const makeKernelLink = (opts: GatewayNats) =>
     )
     let up = true
     // The connection's own status events: a request while NATS is gone is refused at once (503)
-    // instead of waiting out its timeout.
+    // instead of waiting out its timeout. A plain loop that ends when the connection closes (the
+    // scope's drain), not a fiber of the scope: interrupting a stream over this iterator waits for
+    // a status event that may never come, and the gateway would not stop.
     void (async () => {
       for await (const s of nc.status()) {
         if (s.type === "disconnect" || s.type === "close") up = false
