@@ -1,3 +1,5 @@
+import type { SpanExporter } from "@opentelemetry/sdk-trace-base"
+import { startTracing, stopTracing } from "./observability/Tracing.js"
 import { Effect, Layer } from "effect"
 import { layerKernelConfig, KernelConfig } from "./KernelConfig.js"
 import { layerNats, Nats, type NatsOptions } from "./ledger/Nats.js"
@@ -39,6 +41,8 @@ export interface KernelOptions {
   readonly adjudicator?: Layer.Layer<Adjudicator>
   readonly admission?: Layer.Layer<Admission>
   readonly replicas?: number
+  /** Where spans go (tests: an in-memory exporter); default OTLP/HTTP when `OTEL_EXPORTER_OTLP_ENDPOINT` is set, else no tracing. */
+  readonly traceExporter?: SpanExporter
 }
 
 /**
@@ -81,7 +85,8 @@ export const layerKernel = (opts: KernelOptions) => {
     : layerPolicySeams.pipe(Layer.provide(provisioned), Layer.provide(nats))
   const heldIds = layerHeldIds.pipe(Layer.provide(provisioned), Layer.provide(nats))
   const config = layerKernelConfig(opts.config ?? {})
-  const base = Layer.mergeAll(nats, config, layerAllowLatency.pipe(Layer.provide(config)), seams, heldIds)
+  const tracing = Layer.scopedDiscard(Effect.acquireRelease(Effect.sync(() => startTracing("witness-kernel", opts.traceExporter)), () => Effect.promise(stopTracing)))
+  const base = Layer.mergeAll(tracing, nats, config, layerAllowLatency.pipe(Layer.provide(config)), seams, heldIds)
   const stores = Layer.mergeAll(layerNatsLedger, layerPolicyStore(opts.profiles)).pipe(Layer.provide(provisioned), Layer.provideMerge(base))
   return layerHeldCalls.pipe(Layer.provideMerge(layerDriver.pipe(Layer.provideMerge(stores))))
 }

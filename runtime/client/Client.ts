@@ -1,6 +1,8 @@
 import { connect, errors, nanos, nuid, type NatsConnection } from "@nats-io/transport-node"
 import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream"
 import { randomBytes } from "node:crypto"
+import { context, type Context as TraceContext } from "@opentelemetry/api"
+import { headersOfContext } from "../observability/TraceContext.js"
 import { signEnvelope } from "../schema/EnvelopeSignature.js"
 import type { Envelope } from "../schema/Envelope.js"
 import type { JsonObject, JsonValue } from "../schema/Json.js"
@@ -159,10 +161,15 @@ export class WitnessClient {
     return signEnvelope({ ...payload, principal: this.opts.principal }, this.opts.secretKey)
   }
 
-  /** Sends any body to a subject and decodes the JSON reply. */
-  async request<T>(subject: string, body: unknown, timeoutMs = this.opts.timeoutMs ?? 15_000): Promise<T> {
+  /**
+   * Sends any body to a subject and decodes the JSON reply. The trace context (default: the
+   * caller's active OpenTelemetry context) goes along as a `traceparent` header, so the kernel's
+   * spans join the caller's trace.
+   */
+  async request<T>(subject: string, body: unknown, timeoutMs = this.opts.timeoutMs ?? 15_000, trace: TraceContext = context.active()): Promise<T> {
     const data = body instanceof Uint8Array ? body : enc.encode(JSON.stringify(body))
-    const m = await this.nc.request(subject, data, { timeout: timeoutMs })
+    const headers = headersOfContext(trace)
+    const m = await this.nc.request(subject, data, { timeout: timeoutMs, ...(headers !== undefined ? { headers } : {}) })
     return JSON.parse(dec.decode(m.data)) as T
   }
 

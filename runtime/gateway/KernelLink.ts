@@ -3,6 +3,7 @@ import { connect, type NatsConnection } from "@nats-io/transport-node"
 import { DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream"
 import { Kvm } from "@nats-io/kv"
 import { WitnessClient } from "../client/Client.js"
+import { contextOfTraceparent } from "../observability/TraceContext.js"
 import { Buckets, Streams, Subjects, inboxOptionOf } from "../schema/Subjects.js"
 
 /** Where the gateway's NATS connection goes and as whom (it forwards envelopes others signed). */
@@ -32,7 +33,8 @@ export class KernelLink extends Context.Tag("wk/gateway/KernelLink")<
   KernelLink,
   {
     /** Sends a body to a subject and returns the kernel's reply, whatever its status. */
-    readonly request: (subject: string, body: Uint8Array | object) => Effect.Effect<{ status: number } & Record<string, unknown>, GatewayNatsError>
+    /** `traceparent`: the HTTP request's W3C trace context, handed on to the kernel. */
+    readonly request: (subject: string, body: Uint8Array | object, traceparent?: string) => Effect.Effect<{ status: number } & Record<string, unknown>, GatewayNatsError>
     /** Ids of the open held calls (the wk_open index). */
     readonly openHeldIds: Effect.Effect<ReadonlyArray<string>, GatewayNatsError>
     /** Follows a call's events from the first one; `onEvent` runs per event until the returned stop is called. */
@@ -72,9 +74,9 @@ export const makeKernelLink = (opts: GatewayNats) =>
     const client = WitnessClient.over(nc, { principal: "gateway", secretKey: unusedKey })
     const js = jetstream(nc)
     const kvm = new Kvm(nc)
-    const request = (subject: string, body: Uint8Array | object) =>
+    const request = (subject: string, body: Uint8Array | object, traceparent?: string) =>
       !connected() ? Effect.fail(down()) : Effect.tryPromise({
-        try: () => client.request<{ status: number } & Record<string, unknown>>(subject, body),
+        try: () => client.request<{ status: number } & Record<string, unknown>>(subject, body, undefined, contextOfTraceparent(traceparent)),
         catch: (e) => new GatewayNatsError(`kernel did not answer on ${subject}: ${String(e)}`)
       })
     const openHeldIds = Effect.suspend(() => (!connected() ? Effect.fail(down()) : openIds))

@@ -35,7 +35,8 @@ const forwardSigned = <A, I>(subject: string, schema: Schema.Schema<A, I>, withH
     }
     const checked = yield* signedBody(schema, heldId)
     if (Either.isLeft(checked)) return httpReply(checked.left)
-    const reply = yield* (yield* KernelLink).request(subject, checked.right.bytes)
+    const traceparent = (yield* HttpServerRequest.HttpServerRequest).headers["traceparent"]
+    const reply = yield* (yield* KernelLink).request(subject, checked.right.bytes, traceparent)
     return httpReply(reply)
   }).pipe(Effect.catchTag("GatewayNatsError", unavailable))
 

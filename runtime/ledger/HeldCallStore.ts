@@ -10,6 +10,7 @@ import { Nats } from "./Nats.js"
 import { recordWritten } from "./WrittenCommits.js"
 import { kernelMetrics } from "../observability/KernelMetrics.js"
 import { log } from "../observability/Log.js"
+import { tracingEnabled, withSpan } from "../observability/Tracing.js"
 import { projectFacts, readProjectionWith } from "./Projection.js"
 
 /** How current a load must be: caught up with the stream, any cached view, or at least a sequence. */
@@ -102,7 +103,8 @@ export const makeHeldCallStore = Effect.gen(function* () {
     const commit = loaded.head !== undefined || last === 0
       ? appendCommit(nats, events, last, loaded.head ?? "", key)
       : Effect.flatMap(headAtWith(nats, loaded.facts.held_id, last), (prev) => appendCommit(nats, events, last, prev, key))
-    return commit.pipe(
+    const traced = tracingEnabled() ? withSpan("wk.commit", commit, { attributes: { "wk.held_id": loaded.facts.held_id, "wk.events": events.map((e) => e.type) } }) : commit
+    return traced.pipe(
       Effect.map(({ seq, head }) => {
         let facts = loaded.facts
         for (let index = 0; index < events.length; index++) facts = evolve(facts, { seq, index, event: events[index]! })

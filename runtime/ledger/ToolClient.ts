@@ -1,7 +1,8 @@
-import { Context, Effect, Layer, Schema } from "effect"
+import { Context, Effect, FiberRef, Layer, Schema } from "effect"
 import { Nats, RequestFailed } from "./Nats.js"
 import { JsonValue } from "../schema/Json.js"
 import { Subjects } from "../schema/Subjects.js"
+import { CurrentTrace, headersOfContext, SpanKind, tracingEnabled, withSpan } from "../observability/Tracing.js"
 
 /** A tool's answer to an invoke, as protocol.md fixes it. */
 export const InvokeReply = Schema.Union(
@@ -50,11 +51,21 @@ const encoder = new TextEncoder()
 export const layerNatsToolClient = Layer.effect(
   ToolClient,
   Effect.map(Nats, (nats) => {
+    // Traced, the request is a client span whose `traceparent` header the tool service may continue.
+    const send = (subject: string, data: Uint8Array, timeoutMs: number) =>
+      !tracingEnabled()
+        ? Effect.tryPromise(() => nats.request(subject, data, { timeoutMs }))
+        : withSpan(
+            `wk.tool ${subject.slice(subject.lastIndexOf(".") + 1)}`,
+            Effect.flatMap(FiberRef.get(CurrentTrace), (ctx) => {
+              const headers = headersOfContext(ctx)
+              return Effect.tryPromise(() => nats.request(subject, data, { timeoutMs, ...(headers !== undefined ? { headers } : {}) }))
+            }),
+            { kind: SpanKind.CLIENT, attributes: { "messaging.destination.name": subject } }
+          )
     const request = <A, I>(schema: Schema.Schema<A, I>, subject: string, tool: string, body: unknown, timeoutMs: number) =>
-      Effect.tryPromise({
-        try: () => nats.request(subject, encoder.encode(JSON.stringify(body)), { timeoutMs }),
-        catch: (cause) => (cause instanceof RequestFailed && cause.reason === "no_responders" ? new NoResponders({ tool }) : new ToolUnanswered({ tool, reason: String(cause) }))
-      }).pipe(
+      send(subject, encoder.encode(JSON.stringify(body)), timeoutMs).pipe(
+        Effect.mapError(({ error: cause }) => (cause instanceof RequestFailed && cause.reason === "no_responders" ? new NoResponders({ tool }) : new ToolUnanswered({ tool, reason: String(cause) }))),
         Effect.flatMap((msg) =>
           Schema.decodeUnknown(schema)(msg.json()).pipe(Effect.mapError((e) => new ToolUnanswered({ tool, reason: `reply is not protocol: ${e.message}` })))
         )

@@ -1,6 +1,7 @@
 import { Effect } from "effect"
 import { HeldCallStore, type Loaded } from "../ledger/HeldCallStore.js"
 import { Outbox } from "../ledger/Outbox.js"
+import { SpanKind, tracingEnabled, withSpan } from "../observability/Tracing.js"
 import type { DeliveryPublished } from "../schema/Events.js"
 import type { HeldCallFacts } from "../schema/Facts.js"
 import { eventOf, progress } from "./Actions.js"
@@ -44,7 +45,8 @@ export const deliver = (loaded: Loaded) =>
     const f = loaded.facts
     const attempt = f.delivery_attempts + 1
     const body = deliveryOf(f)
-    yield* outbox.deliver(f.spec!.session_id, body, `${body.delivery_id}:${attempt}`)
+    const publish = outbox.deliver(f.spec!.session_id, body, `${body.delivery_id}:${attempt}`)
+    yield* tracingEnabled() ? withSpan("wk.deliver", publish, { kind: SpanKind.PRODUCER, attributes: { "wk.held_id": f.held_id, "wk.outcome": body.outcome ?? "none", "wk.attempt": attempt } }) : publish
     yield* store.append(loaded, [
       eventOf<typeof DeliveryPublished.Type>({ held_id: f.held_id, generation: f.generation, type: "delivery.published", event_id: EventIds.deliveryPublished(f.held_id, body.delivery_id, attempt), delivery_id: body.delivery_id, attempt })
     ])

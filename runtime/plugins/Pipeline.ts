@@ -1,5 +1,7 @@
 import { Clock, type Context, Effect, Either, Layer, Schema } from "effect"
 import { kernelMetrics } from "../observability/KernelMetrics.js"
+import { startChildSpan, tracingEnabled } from "../observability/Tracing.js"
+import { SpanStatusCode } from "@opentelemetry/api"
 import { isNarrowingPin, type ActivePolicy } from "../policy/ActivePolicy.js"
 import { floorRefusal } from "../policy/KernelFloor.js"
 import { Adjudicator, type Adjudication, type AdjudicationInput } from "../policy/Adjudicator.js"
@@ -108,8 +110,8 @@ const startStage = <A, I>(
   // Plain combinators, not a generator: this runs for every plugin call of every proposal.
   Effect.matchEffect(plugins.host.load(pin), {
     onFailure: (e) => Effect.succeed(Effect.succeed<Call<A>>({ result: loadFault(e), inv: undefined })),
-    onSuccess: (plugin) =>
-      Effect.map(plugins.host.start(plugin, stage, input, grantedHostHandler(plugin.pin, call, plugins.env)), (running) =>
+    onSuccess: (plugin) => {
+      const started = Effect.map(plugins.host.start(plugin, stage, input, grantedHostHandler(plugin.pin, call, plugins.env)), (running) =>
         Effect.flatMap(running, (inv) => {
           kernelMetrics.pluginSeconds.observe({ plugin: plugin.label, stage, status: inv.raw.status }, inv.raw.elapsedMs / 1000)
           const outcome: Call<A> = inv.raw.status !== "ok" ? { result: { ok: false, fault: inv.raw.status, message: inv.raw.text }, inv } : { result: decodeOutput(stage, schema, inv.raw.text), inv }
@@ -117,7 +119,25 @@ const startStage = <A, I>(
           return Effect.as(Effect.forEach(inv.raw.logs, (line) => Effect.logInfo(line).pipe(Effect.annotateLogs({ plugin: plugin.label, stage })), { discard: true }), outcome)
         })
       )
+      return tracingEnabled() ? tracedStage(plugin.label, stage, started) : started
+    }
   })
+
+/** Traced, a plugin call is a `wk.plugin` span from its hand-off to its decoded outcome. */
+const tracedStage = <A>(plugin: string, stage: Stage, started: Effect.Effect<Effect.Effect<Call<A>>>): Effect.Effect<Effect.Effect<Call<A>>> =>
+  Effect.flatMap(startChildSpan(`wk.plugin ${plugin}`, { "wk.plugin": plugin, "wk.stage": stage }), (span) =>
+    Effect.map(started, (awaited) =>
+      Effect.tap(awaited, (outcome) =>
+        Effect.sync(() => {
+          if (span === undefined) return
+          span.setAttribute("wk.plugin.status", outcome.inv?.raw.status ?? "load")
+          if (outcome.inv !== undefined) span.setAttribute("wk.plugin.elapsed_ms", outcome.inv.raw.elapsedMs)
+          if (!outcome.result.ok) span.setStatus({ code: SpanStatusCode.ERROR, message: `${outcome.result.fault}: ${outcome.result.message.slice(0, 200)}` })
+          span.end()
+        })
+      )
+    )
+  )
 
 const loadFault = (e: PluginLoadError): StageResult<never> => ({ ok: false, fault: "load", message: e.message })
 

@@ -1,11 +1,22 @@
-import { Effect } from "effect"
+import { Effect, FiberRef } from "effect"
 import { HeldCalls } from "../loops/HeldCalls.js"
 import { AttestPayload } from "../schema/Requests.js"
+import { callTrace, CurrentTrace, linkTo, tracingEnabled, withSpan } from "../observability/Tracing.js"
 import { signedRequest } from "./Request.js"
 
-/** `wk.v1.held.attest`: records the attestation (accepted or rejected, both as events; heldcall/decide/Attest.ts) and never waits for execution. */
+/**
+ * `wk.v1.held.attest`: records the attestation (accepted or rejected, both as events;
+ * heldcall/decide/Attest.ts) and never waits for execution. Traced, what the attestation does
+ * to the call (and the release it may start) is a `wk.attestation` span in the call's trace,
+ * linked to the witness's `wk.attest` span.
+ */
 export const attest = (data: Uint8Array) =>
   Effect.gen(function* () {
     const { payload, envelope, policy } = yield* signedRequest(data, "attest", AttestPayload)
-    return (yield* (yield* HeldCalls).handle(payload.held_id, { _tag: "Attest", payload, envelope }, { policy })).reply
+    const handled = (yield* HeldCalls).handle(payload.held_id, { _tag: "Attest", payload, envelope }, { policy })
+    if (!tracingEnabled()) return (yield* handled).reply
+    const witness = yield* FiberRef.get(CurrentTrace)
+    const call = callTrace(payload.held_id)
+    const attributes = { "wk.held_id": payload.held_id, "wk.decision": payload.decision, "wk.witness": payload.principal }
+    return (yield* withSpan("wk.attestation", handled, { attributes, links: linkTo(witness, { "wk.link": "attest" }), ...(call !== undefined ? { parent: call } : {}) })).reply
   })

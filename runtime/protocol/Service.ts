@@ -1,4 +1,6 @@
 import { Cause, Effect } from "effect"
+import { trace, type Context as TraceContext, type Span } from "@opentelemetry/api"
+import { contextOfHeaders, rememberCallTrace, SpanKind, tracingEnabled, withSpan } from "../observability/Tracing.js"
 import { log } from "../observability/Log.js"
 import { kernelMetrics } from "../observability/KernelMetrics.js"
 import type { Subscription } from "@nats-io/transport-node"
@@ -36,6 +38,24 @@ const timedAllow = (handler: Handler): Handler => (data) =>
   })
 
 /**
+ * With tracing on, a request is a server span (`wk.propose`, `wk.attest`, ...) in the trace its
+ * `traceparent` header names; a proposal's span becomes the trace of the call it creates.
+ */
+const traced = (subject: string, handler: Handler, data: Uint8Array, parent: TraceContext) =>
+  withSpan(`wk.${subject.slice(subject.lastIndexOf(".") + 1)}`, handler(data), {
+    kind: SpanKind.SERVER,
+    parent,
+    onSuccess: (span: Span, reply: Reply) => {
+      span.setAttribute("wk.status", reply.status)
+      const heldId = "held_id" in reply && typeof reply.held_id === "string" ? reply.held_id : undefined
+      if (heldId === undefined) return
+      span.setAttribute("wk.held_id", heldId)
+      if ("outcome" in reply && typeof reply.outcome === "string") span.setAttribute("wk.outcome", reply.outcome)
+      if (subject === Subjects.propose) rememberCallTrace(heldId, trace.setSpan(parent, span))
+    }
+  })
+
+/**
  * Serves the protocol subjects over NATS request/reply. A rejected request gets its error
  * reply; an infrastructure failure gets 503 and nothing half-applied (appends are atomic).
  */
@@ -56,7 +76,7 @@ export const serveProtocol = Effect.gen(function* () {
       nc,
       runtime,
       subject,
-      (msg) => handler(msg.data).pipe(Effect.catchAll((e) => Effect.succeed(e._tag === "Rejected" ? e.reply : unavailable(`${e._tag}: ${e.message}`)))),
+      (msg) => (tracingEnabled() ? traced(subject, handler, msg.data, contextOfHeaders(msg.headers)) : handler(msg.data)).pipe(Effect.catchAll((e) => Effect.succeed(e._tag === "Rejected" ? e.reply : unavailable(`${e._tag}: ${e.message}`)))),
       (cause) => {
         kernelMetrics.defects.inc({ loop: "protocol" })
         log.error({ loop: "protocol", subject, err: Cause.pretty(cause) }, "request failed")

@@ -1,0 +1,54 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { createServer, type Server } from "node:http"
+import type { AddressInfo } from "node:net"
+import type { NatsConnection } from "@nats-io/transport-node"
+import { DemoBank } from "../../runtime/executor/DemoBank.js"
+import { startTestNats, type TestNats } from "../support/TestNats.js"
+import { clientFor, connectAs, testProfile } from "../support/Principals.js"
+import { profileDir, startKernelProcess, type KernelProcess } from "../support/KernelProcess.js"
+import { eventually } from "../support/Stream.js"
+
+// A kernel started with OTEL_EXPORTER_OTLP_ENDPOINT exports its spans over OTLP/HTTP: a receiver
+// the test runs gets `wk.propose` for a call, with the kernel's service name.
+let nats: TestNats
+let kernel: KernelProcess
+let receiver: Server
+let agentConn: NatsConnection
+let toolConn: NatsConnection
+const posts: Array<{ path: string; body: string }> = []
+
+beforeAll(async () => {
+  receiver = createServer((req, res) => {
+    let body = ""
+    req.on("data", (d: Buffer) => (body += d.toString()))
+    req.on("end", () => {
+      posts.push({ path: req.url ?? "", body })
+      res.writeHead(200, { "content-type": "application/json" }).end("{}")
+    })
+  })
+  await new Promise<void>((r) => receiver.listen(0, "127.0.0.1", r))
+  const { port } = receiver.address() as AddressInfo
+  nats = await startTestNats()
+  kernel = await startKernelProcess(nats.servers, profileDir([testProfile()]), { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`, OTEL_BSP_SCHEDULE_DELAY: "100", OTEL_SERVICE_NAME: "wk-otlp-test" })
+  toolConn = await connectAs(nats.servers, "bank")
+  new DemoBank().serve(toolConn)
+  agentConn = await connectAs(nats.servers, "agent")
+}, 120_000)
+
+afterAll(async () => {
+  await kernel?.stop()
+  await Promise.all([agentConn, toolConn].map((c) => c?.close()))
+  await nats?.dispose()
+  receiver?.close()
+})
+
+describe("OTLP export", () => {
+  it("a call's spans reach the configured OTLP endpoint", async () => {
+    const reply = (await clientFor(agentConn, "agent:alice").propose({ session_id: "s-otlp", turn_id: "t1", call_id: "o1", tool: "money_transfer", args: { from: "a", to: "b", amount: 10 } })) as { status: number; held_id: string }
+    expect(reply.status).toBe(200)
+    const post = await eventually(async () => posts.find((p) => p.body.includes(reply.held_id) && p.body.includes("wk.propose")))
+    expect(post.path).toBe("/v1/traces")
+    expect(post.body).toContain("wk-otlp-test")
+    expect(post.body).toContain("wk.tool invoke")
+  })
+})
