@@ -62,6 +62,8 @@ export interface WakeDelivery {
   readonly deliveries: number
   readonly ack: () => void
   readonly nak: (delayMs: number) => void
+  /** Gives the wake up: never handed out again (a later wake of the call is a new one). */
+  readonly term: () => void
   /** Still working on it: restarts the redelivery timer. */
   readonly working: () => void
 }
@@ -109,6 +111,7 @@ const deliveryOf = (msg: JsMsg): WakeDelivery => ({
   deliveries: msg.info.deliveryCount,
   ack: () => msg.ack(),
   nak: (delayMs) => msg.nak(delayMs),
+  term: () => msg.term(),
   working: () => msg.working()
 })
 

@@ -58,7 +58,13 @@ export const runController = (opts: { readonly concurrency?: number; readonly ac
         semaphore.take(1),
         Effect.forkDaemon(
           handle(msg).pipe(
-            Effect.catchAllDefect((d) => Effect.sync(() => (kernelMetrics.defects.inc({ loop: "controller" }), log.error({ loop: "controller", held_id: msg.heldId, ...errorFields(d) }, "controller defect"), msg.nak(retryBackoffMs(msg.deliveries))))),
+            Effect.catchAllDefect((d) =>
+              Effect.sync(() => {
+                kernelMetrics.defects.inc({ loop: "controller" })
+                log.error({ loop: "controller", held_id: msg.heldId, deliveries: msg.deliveries, ...errorFields(d) }, "controller defect")
+                conclude(msg, afterDefect(msg.deliveries, errorFields(d).err))
+              })
+            ),
             Effect.ensuring(semaphore.release(1))
           )
         )
@@ -73,14 +79,25 @@ export const runController = (opts: { readonly concurrency?: number; readonly ac
 
 /**
  * What one reconcile of a wake came to: settled (acked, the call needs nothing more), requeue
- * (the reconciler asked to look again after a delay: expiry, fallback, a lease to wait out) or
- * retry (the drive failed; handed out again with backoff). A drive fails only on the store
- * (a `LedgerError`), which a later delivery may find back, so no outcome gives a wake up.
+ * (the reconciler asked to look again after a delay: expiry, fallback, a lease to wait out),
+ * retry (the drive failed; handed out again with backoff) or terminal (the drive died on a
+ * defect `TerminalAfterDefects` deliveries in a row: the wake is terminated so one poisoned call
+ * cannot take a worker slot forever; it is logged and counted, and the recovery sweep offers the
+ * call again on its next scan, so a fixed kernel picks it up). A store failure (a `LedgerError`)
+ * is never terminal: a later delivery may find the store back.
  */
 export type ReconcileOutcome =
   | { readonly _tag: "settled" }
   | { readonly _tag: "requeue"; readonly afterMs: number }
   | { readonly _tag: "retry"; readonly afterMs: number; readonly reason: string }
+  | { readonly _tag: "terminal"; readonly reason: string }
+
+/** How many deliveries of one wake may die on a defect before the wake is given up. */
+export const TerminalAfterDefects = 5
+
+/** The outcome of a drive that died on a defect at its `deliveries`-th delivery. */
+export const afterDefect = (deliveries: number, reason: string): ReconcileOutcome =>
+  deliveries >= TerminalAfterDefects ? { _tag: "terminal", reason } : { _tag: "retry", afterMs: retryBackoffMs(deliveries), reason }
 
 /** Tells the wake queue what an outcome means, counted per outcome; a retry is logged with its reason. */
 const conclude = (msg: WakeDelivery, outcome: ReconcileOutcome): void => {
@@ -93,6 +110,9 @@ const conclude = (msg: WakeDelivery, outcome: ReconcileOutcome): void => {
     case "retry":
       log.warn({ loop: "controller", held_id: msg.heldId, deliveries: msg.deliveries, err: outcome.reason }, "drive failed; retried with backoff")
       return msg.nak(outcome.afterMs)
+    case "terminal":
+      log.error({ loop: "controller", held_id: msg.heldId, deliveries: msg.deliveries, err: outcome.reason }, "drive died on every delivery; wake terminated until the next recovery scan")
+      return msg.term()
   }
 }
 

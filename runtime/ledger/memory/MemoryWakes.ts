@@ -65,21 +65,24 @@ export const makeMemoryWakes = Effect.gen(function* () {
     p.deliveries++
     const current = () => pending.get(heldId) === p
     after(heldId, p, ackWaitMs, () => makeReady(heldId, p))
+    const done = () => {
+      if (!current()) return
+      cancelTimer(p)
+      pending.delete(heldId)
+    }
     return {
       heldId,
       driving: p.driving,
       redelivered: p.deliveries > 1,
       deliveries: p.deliveries,
-      ack: () => {
-        if (!current()) return
-        cancelTimer(p)
-        pending.delete(heldId)
-      },
+      ack: () => done(),
       nak: (delayMs) => {
         if (!current() || p.state !== "in-flight") return
         p.state = "delayed"
         after(heldId, p, Math.max(0, delayMs), () => makeReady(heldId, p))
       },
+      // Given up: gone like an acked wake (a later wake of the call is a new one).
+      term: () => done(),
       working: () => {
         if (current() && p.state === "in-flight") after(heldId, p, ackWaitMs, () => makeReady(heldId, p))
       }
