@@ -22,6 +22,7 @@ import { runCheckpointer } from "./loops/Checkpointer.js"
 import { serveProtocol } from "./protocol/Service.js"
 import { servePolicyApplyTool } from "./protocol/PolicyApplyTool.js"
 import { serveStatus } from "./protocol/Status.js"
+import { serveHealth } from "./protocol/Health.js"
 import type { Profile } from "./schema/Profile.js"
 import type { Adjudicator } from "./policy/Adjudicator.js"
 import type { Admission } from "./policy/Admission.js"
@@ -96,6 +97,7 @@ export const runKernel = Effect.gen(function* () {
   yield* serveProtocol
   yield* servePolicyApplyTool
   yield* serveStatus((yield* runPolicyReevaluation).working)
+  yield* serveHealth
   yield* runController()
   const { owner, presenceIntervalMs } = yield* KernelConfig
   yield* runPresenceWatch(presenceIntervalMs)

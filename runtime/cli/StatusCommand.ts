@@ -3,7 +3,8 @@ import { Console, Effect, Option, Schema } from "effect"
 import { jetstreamManager } from "@nats-io/jetstream"
 import { Kvm } from "@nats-io/kv"
 import { StatusSubject } from "../protocol/Status.js"
-import { Buckets } from "../schema/Subjects.js"
+import { Buckets, Streams } from "../schema/Subjects.js"
+import { ControllerConsumer } from "../ledger/Provision.js"
 import { ReevaluationKeyPrefix, ReevaluationProgress, summarize, type ReevaluationSummary } from "../schema/ReevaluationProgress.js"
 import { ask, connectClient } from "./Connect.js"
 import { deliveryStateOf, getHeld, openHeldIds, stateOf } from "./HeldCommands.js"
@@ -66,8 +67,10 @@ export const statusCommand = Command.make(
         return out
       })
       const plugins = (policy?.profiles ?? []).flatMap((p) => (p.plugins ?? []).map((pin) => ({ profile: p.name, name: pin.name, version: pin.version, sha256: pin.sha256, signer: pin.signer, stages: pin.stages })))
+      const controller = streams.find((st) => st.name === Streams.wakes)?.consumers.find((c) => c.name === ControllerConsumer)
       const report = {
         server: nc.getServer(),
+        controller_lag: controller === undefined ? null : controller.pending + controller.ack_pending,
         kernels: kernels.map((k) => ({ owner: k["owner"], pid: k["pid"], version: k["version"] ?? null, uptime_ms: k["uptime_ms"], policy_epoch: k["policy_epoch"], last_recovery_at: k["last_recovery_at"] ?? null, reevaluating: k["reevaluating"] ?? null })),
         policy_epoch: policy?.epoch ?? null,
         reevaluation,
@@ -81,6 +84,7 @@ export const statusCommand = Command.make(
       const lines = [
         `server        ${report.server}`,
         `kernels       ${report.kernels.length === 0 ? "none answered (start one with `npm start` or `wk kernel`)" : report.kernels.map((k) => `${String(k.owner)} (pid ${String(k.pid)}, v${String(k.version)}, epoch ${String(k.policy_epoch)}, last recovery ${k.last_recovery_at === null ? "not yet" : String(k.last_recovery_at)})`).join(", ")}`,
+        `health        ${report.kernels.length} kernel${report.kernels.length === 1 ? "" : "s"} seen (${[...new Set(report.kernels.map((k) => `v${String(k.version)}`))].join(", ") || "none"}), controller lag ${report.controller_lag === null ? "unknown (no controller consumer)" : `${report.controller_lag} wake${report.controller_lag === 1 ? "" : "s"} waiting or in progress`}`,
         `policy epoch  ${String(report.policy_epoch)}  profiles ${report.profiles.map((p) => `${p.name}${p.layer ? `(${p.layer})` : ""}`).join(", ")}`,
         `re-evaluation ${reevaluationLine(reevaluation)}`,
         `open calls    ${open}${states.size > 0 ? "  " + [...states].map(([s, n]) => `${s}: ${n}`).join(", ") : ""}`,

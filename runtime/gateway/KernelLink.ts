@@ -32,9 +32,10 @@ export class GatewayNatsError {
 export class KernelLink extends Context.Tag("wk/gateway/KernelLink")<
   KernelLink,
   {
-    /** Sends a body to a subject and returns the kernel's reply, whatever its status. */
-    /** `traceparent`: the HTTP request's W3C trace context, handed on to the kernel. */
+    /** Sends a body to a subject and returns the kernel's reply, whatever its status; `traceparent`: the HTTP request's W3C trace context, handed on to the kernel. */
     readonly request: (subject: string, body: Uint8Array | object, traceparent?: string) => Effect.Effect<{ status: number } & Record<string, unknown>, GatewayNatsError>
+    /** Every kernel's answer to `wk.v1.health` for `body` (those that answer within half a second). */
+    readonly askKernels: (body: object) => Effect.Effect<ReadonlyArray<{ status: number } & Record<string, unknown>>, GatewayNatsError>
     /** Ids of the open held calls (the wk_open index). */
     readonly openHeldIds: Effect.Effect<ReadonlyArray<string>, GatewayNatsError>
     /** Follows a call's events from the first one; `onEvent` runs per event until the returned stop is called. */
@@ -79,6 +80,15 @@ export const makeKernelLink = (opts: GatewayNats) =>
         try: () => client.request<{ status: number } & Record<string, unknown>>(subject, body, undefined, contextOfTraceparent(traceparent)),
         catch: (e) => new GatewayNatsError(`kernel did not answer on ${subject}: ${String(e)}`)
       })
+    const askKernels = (body: object) =>
+      !connected() ? Effect.fail(down()) : Effect.tryPromise({
+        try: async () => {
+          const out: Array<{ status: number } & Record<string, unknown>> = []
+          for await (const m of await nc.requestMany(Subjects.health, JSON.stringify(body), { maxWait: 500 })) out.push(m.json())
+          return out
+        },
+        catch: (e) => new GatewayNatsError(`kernels did not answer on ${Subjects.health}: ${String(e)}`)
+      })
     const openHeldIds = Effect.suspend(() => (!connected() ? Effect.fail(down()) : openIds))
     const openIds = Effect.tryPromise({
       try: async () => {
@@ -118,7 +128,7 @@ export const makeKernelLink = (opts: GatewayNats) =>
       ]).catch((e: unknown) => (e instanceof Error ? e.message : String(e)))
       return { nats: "ok", streams }
     })
-    return KernelLink.of({ request, openHeldIds, follow, connected, readiness })
+    return KernelLink.of({ request, askKernels, openHeldIds, follow, connected, readiness })
   })
 
 export const layerKernelLink = (opts: GatewayNats) => Layer.scoped(KernelLink, makeKernelLink(opts))

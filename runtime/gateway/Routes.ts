@@ -64,6 +64,20 @@ const listHeld = withSignedRead((reader) =>
   })
 ).pipe(Effect.catchTag("GatewayNatsError", unavailable))
 
+/**
+ * `GET /kernels`: the health of every kernel that answers (version, uptime, policy epoch, last
+ * recovery, controller lag) for a signed reader; the kernels check the reader's key.
+ */
+const listKernels = withSignedRead((reader) =>
+  Effect.gen(function* () {
+    const replies = yield* (yield* KernelLink).askKernels({ reader })
+    const refused = replies.find((r) => r.status !== 200)
+    if (refused !== undefined) return httpReply(refused)
+    const kernels = replies.map((r) => r["kernel"]).sort((a, b) => String((a as { owner?: string }).owner).localeCompare(String((b as { owner?: string }).owner)))
+    return httpReply({ status: 200, kernels })
+  })
+).pipe(Effect.catchTag("GatewayNatsError", unavailable))
+
 const getHeld = withSignedRead((reader) =>
   Effect.gen(function* () {
     const id = yield* heldIdParam
@@ -109,6 +123,7 @@ export const gatewayRouter = staticPaths
       HttpRouter.get("/readyz", readyz),
       HttpRouter.get("/metrics", metrics),
       HttpRouter.post("/tool-calls", forwardSigned(Subjects.propose, ProposePayload, false)),
+      HttpRouter.get("/kernels", listKernels),
       HttpRouter.get("/held", listHeld),
       HttpRouter.get("/held/:held_id", getHeld),
       HttpRouter.get("/held/:held_id/events", heldEvents),

@@ -140,3 +140,7 @@ export type ReadPayload = typeof ReadPayload.Type
 export const GetRequest = Schema.Struct({ held_id: HeldId, reader: Schema.optional(Envelope) })
 export type GetRequest = typeof GetRequest.Type
 
+/** `wk.v1.health`: a signed read (any registered principal may see the kernels' health). */
+export const HealthRequest = Schema.Struct({ reader: Envelope })
+export type HealthRequest = typeof HealthRequest.Type
+

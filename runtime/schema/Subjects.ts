@@ -13,6 +13,8 @@ export const Subjects = {
   cancel: "wk.v1.held.cancel",
   ack: "wk.v1.held.ack",
   policyApply: "wk.v1.admin.policy.apply",
+  /** Every kernel process answers (no queue group) with its health, to a signed reader. */
+  health: "wk.v1.health",
   events: (heldId: string) => `wk.v1.events.${heldId}`,
   policyEvents: "wk.v1.events._policy",
   sessionResults: (sessionId: string) => `wk.v1.sessions.${sessionId}.results`,

@@ -106,6 +106,9 @@ describe("approval inbox in Chromium", () => {
     expect(await entry.textContent()).toContain("Transfer 4,200 EUR from alice to bob")
     expect(await entry.locator(".amount").textContent()).toBe("4,200")
     expect(await entry.textContent()).toMatch(/held \d+ s ago/)
+    // The header shows the kernels' health, read as this witness.
+    await page.waitForSelector('#kernel-health[data-state="up"]')
+    expect(await page.textContent("#kernel-health")).toMatch(/^kernels: 1 up \(\S+\) · lag \d+ · last recovery /)
     await openHeld(page, heldId)
     expect(page.url()).toContain(`#/held/${heldId}`)
     expect(await page.textContent("#detail-title")).toBe("Transfer 4,200 EUR from alice to bob")

@@ -84,6 +84,8 @@ describe("wk CLI", () => {
     expect(status).toMatchObject({ policy_epoch: 1, open_held_calls: { by_state: { "open/unsatisfied": expect.any(Number) } } })
     expect((status["streams"] as Array<{ name: string }>).map((s) => s.name)).toEqual(expect.arrayContaining(["WK_EVENTS", "WK_SESSIONS", "WK_WAKES"]))
     expect((status["kernels"] as Array<unknown>).length).toBe(1)
+    expect(status["controller_lag"]).toEqual(expect.any(Number))
+    expect((await wk("status")).stdout).toMatch(/^health +1 kernel seen \(v\S+\), controller lag \d+ wakes? waiting or in progress$/m)
   })
 
   it("watch follows a call to its end while attest --yes releases it: one bank effect", async () => {

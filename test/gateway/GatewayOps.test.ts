@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { post, startGatewayHarness, transfer, type GatewayHarness } from "./GatewayHarness.js"
+import { getAs, post, readAuth, startGatewayHarness, transfer, type GatewayHarness } from "./GatewayHarness.js"
+import { signEnvelope } from "../../runtime/schema/EnvelopeSignature.js"
+import nacl from "tweetnacl"
+import { randomBytes } from "node:crypto"
 import { eventually } from "../support/Stream.js"
 
 // The gateway's operator endpoints: health, readiness and Prometheus metrics; with NATS gone it
@@ -22,6 +25,25 @@ const sample = (text: string, name: string, labels: string): number => {
 }
 
 describe("the gateway's operator endpoints", () => {
+  it("/kernels shows every kernel's health to a signed reader, and nothing to anyone else", async () => {
+    const r = await getAs(h.url, "user:carol", "/kernels")
+    expect(r.status).toBe(200)
+    expect(r.body["kernels"]).toEqual([
+      expect.objectContaining({ owner: expect.any(String), version: expect.any(String), policy_epoch: 1, uptime_ms: expect.any(Number), controller_lag: expect.any(Number) })
+    ])
+    expect(r.body["kernels"][0]).not.toHaveProperty("pid")
+    // No signature: refused at the edge.
+    expect((await getAs(h.url, null, "/kernels")).status).toBe(401)
+    // A well-formed read signed by a key nobody registered for the principal: the kernels refuse it.
+    const stranger = nacl.sign.keyPair()
+    const payload = { op: "read", principal: "user:carol", method: "GET", path: "/kernels", issued_at: new Date().toISOString(), nonce: randomBytes(12).toString("hex") }
+    const forged = await fetch(`${h.url}/kernels`, { headers: { authorization: `WK-Read ${Buffer.from(JSON.stringify(signEnvelope(payload, stranger.secretKey))).toString("base64")}` } })
+    expect(forged.status).toBe(401)
+    expect(JSON.stringify(await forged.json())).not.toContain("version")
+    // A read signed for another path does not open this one.
+    expect((await fetch(`${h.url}/kernels`, { headers: { authorization: readAuth("user:carol", "GET", "/held") } })).status).toBe(401)
+  })
+
   it("/healthz answers and /readyz is ready while NATS is up", async () => {
     expect((await get("/healthz")).status).toBe(200)
     const ready = await get("/readyz")

@@ -59,6 +59,7 @@
       await loadIdentity()
       ended.clear()
       refreshList()
+      refreshHealth()
       route()
     } catch (e) {
       $("identity-status").textContent = "key not set: " + e.message
@@ -117,6 +118,36 @@
     const state = $("filter-state").value
     if (state !== "open") await readEnded(new Set(openCalls.map((h) => h.held_id)))
     drawList()
+  }
+
+  // ---- kernel health -----------------------------------------------------------------------
+
+  /** How long ago an ISO time was, in words a glance reads ("12 s ago", "3 min ago"). */
+  const ago = (iso) => {
+    const s = Math.max(0, Math.round((Date.now() - Date.parse(iso)) / 1000))
+    return s < 120 ? s + " s ago" : Math.round(s / 60) + " min ago"
+  }
+
+  /** The header line: kernels answering, their versions, the controllers' lag and the last recovery. */
+  const refreshHealth = async () => {
+    if (identity === null) return
+    const line = $("kernel-health")
+    try {
+      const r = await signedGet("/kernels")
+      const body = await r.json()
+      if (r.status !== 200) throw new Error(body.error?.message ?? String(r.status))
+      const kernels = body.kernels || []
+      const versions = [...new Set(kernels.map((k) => k.version))].join(", ")
+      const lag = Math.max(0, ...kernels.map((k) => k.controller_lag ?? 0))
+      const recovered = kernels.map((k) => k.last_recovery_at).filter((t) => t !== null).sort().pop()
+      line.textContent = kernels.length === 0
+        ? "kernels: none answering"
+        : "kernels: " + kernels.length + " up (" + versions + ") · lag " + lag + " · last recovery " + (recovered === undefined ? "none yet" : ago(recovered))
+      line.dataset.state = kernels.length === 0 ? "down" : "up"
+    } catch (e) {
+      line.textContent = "kernels: unreachable (" + e.message + ")"
+      line.dataset.state = "down"
+    }
   }
 
   const drawList = () => {
@@ -416,7 +447,8 @@
     $("attest-status").dataset.disposition = "not-signed"
   })
 
-  loadIdentity().then(() => { refreshList(); route() })
+  loadIdentity().then(() => { refreshList(); refreshHealth(); route() })
+  setInterval(refreshHealth, 10_000)
   // The list is the open-call index; re-read it every few seconds (the open call streams itself).
   setInterval(refreshList, 2000)
   setInterval(drawExpiry, 1000)
