@@ -17,7 +17,9 @@ export const TestEchoTools = [
   "no_readback_op", "transfer_vetoed", "transfer_plain",
   "quorum_op", "fallback_deny_op", "fallback_route_op",
   "two_humans_op", "human_op", "human_and_fraud_op", "carol_op",
-  "bench_echo", "idempotent_op"
+  "bench_echo", "idempotent_op",
+  // Upstream MCP tools as `wk mcp`'s tool bridge serves them (test/integrations/Mcp.test.ts).
+  "fs_read_text_file", "fs_write_file", "fs_move_file", "web_echo"
 ] as const
 
 /** Dev credentials of each role in nats.conf (and the test tool service the test config adds). */

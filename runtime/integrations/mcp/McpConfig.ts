@@ -1,0 +1,70 @@
+import { Either, ParseResult, Schema } from "effect"
+import { readFileSync } from "node:fs"
+
+/** An upstream MCP server started over stdio. */
+export const StdioUpstream = Schema.Struct({
+  command: Schema.String.pipe(Schema.minLength(1)),
+  args: Schema.optional(Schema.Array(Schema.String)),
+  env: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String })),
+  cwd: Schema.optional(Schema.String)
+})
+
+/** An upstream MCP server reached over streamable HTTP. */
+export const HttpUpstream = Schema.Struct({ url: Schema.String.pipe(Schema.pattern(/^https?:\/\//, { message: () => "expected an http:// or https:// URL" })) })
+
+export const Upstream = Schema.Union(StdioUpstream, HttpUpstream)
+export type Upstream = typeof Upstream.Type
+
+/** Upstream server names prefix their tools' kernel names (`<server>_<tool>`), so they are lowercase tokens. */
+const ServerName = Schema.String.pipe(Schema.pattern(/^[a-z][a-z0-9_]{0,30}$/, { message: () => "server names are lowercase letters, digits and '_', starting with a letter (at most 31)" }))
+
+/**
+ * `wk mcp --config FILE`: who the governed MCP client acts as, where the kernel is, and which
+ * upstream servers to govern.
+ */
+export const McpConfig = Schema.Struct({
+  /** The principal every proposal is signed as (its key: `key_file`, else its dev key). */
+  principal: Schema.String.pipe(Schema.pattern(/^[a-z]+:[A-Za-z0-9_.-]+$/, { message: () => "expected a principal such as agent:alice" })),
+  key_file: Schema.optional(Schema.String),
+  /** The session results are delivered to (one token or a namespaced `alice.mcp`). */
+  session_id: Schema.optionalWith(Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+){0,7}$/)), { default: () => "mcp" }),
+  /** How long a `tools/call` waits for a held call's release before it answers "held". */
+  hold_wait_ms: Schema.optionalWith(Schema.Int.pipe(Schema.between(0, 600_000)), { default: () => 10_000 }),
+  /** The HTTP gateway's base URL: a held answer links to its inbox. */
+  gateway_url: Schema.optional(Schema.String),
+  /**
+   * The tool bridge's own NATS user (a tool service allowed only these tools' subjects:
+   * `wk mcp profile` prints its nats.conf entry). Without it, no bridge runs in this process and
+   * another `wk mcp` (or a tool service) must serve the tools.
+   */
+  bridge: Schema.optional(Schema.Struct({ user: Schema.String, pass: Schema.String })),
+  servers: Schema.Record({ key: ServerName, value: Upstream })
+})
+export type McpConfig = typeof McpConfig.Type
+
+/** The config in `text` (JSON), or one line naming the field that is wrong. */
+export const decodeMcpConfig = (text: string, source = "config"): Either.Either<McpConfig, string> => {
+  let json: unknown
+  try {
+    json = JSON.parse(text)
+  } catch (e) {
+    return Either.left(`${source}: not JSON (${e instanceof Error ? e.message : String(e)})`)
+  }
+  return Schema.decodeUnknownEither(McpConfig)(json, { onExcessProperty: "error" }).pipe(
+    Either.mapLeft((e) => {
+      const issue = ParseResult.ArrayFormatter.formatErrorSync(e)[0]
+      return `${source}: ${issue === undefined ? e.message : `${issue.path.length > 0 ? issue.path.join(".") : "(top)"}: ${issue.message}`}`
+    })
+  )
+}
+
+/** Reads and decodes the config file at `path`. */
+export const loadMcpConfig = (path: string): Either.Either<McpConfig, string> => {
+  let text: string
+  try {
+    text = readFileSync(path, "utf8")
+  } catch (e) {
+    return Either.left(`cannot read ${path}: ${e instanceof Error ? e.message : String(e)}`)
+  }
+  return decodeMcpConfig(text, path)
+}
