@@ -173,6 +173,11 @@ export class WitnessClient {
     return JSON.parse(dec.decode(m.data)) as T
   }
 
+  /** The tools this principal is granted under the policy in force (`wk.v1.grants.get`, a signed read). */
+  grants(): Promise<{ status: number; principal?: string; policy_epoch?: number; tools?: ReadonlyArray<string>; error?: ErrorReply["error"] }> {
+    return this.request(Subjects.grants, { reader: this.sign({ op: "read", principal: this.principal, issued_at: new Date().toISOString(), nonce: randomBytes(12).toString("hex") }) })
+  }
+
   /** The generation of the last held reply per call this client proposed: what an edit supersedes. */
   private readonly generations = new Map<string, number>()
 

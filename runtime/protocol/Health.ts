@@ -5,7 +5,7 @@ import { Nats } from "../ledger/Nats.js"
 import { ControllerConsumer } from "../ledger/Provision.js"
 import { KernelConfig } from "../KernelConfig.js"
 import { PolicyStore } from "../policy/PolicyStore.js"
-import { HealthRequest } from "../schema/Requests.js"
+import { ReaderRequest } from "../schema/Requests.js"
 import { Streams, Subjects } from "../schema/Subjects.js"
 import { readerOf } from "./ReadProof.js"
 import { plainRequest } from "./Request.js"
@@ -39,7 +39,7 @@ export const serveHealth = Effect.gen(function* () {
     ]).catch(() => null)
   const answer = (data: Uint8Array) =>
     Effect.gen(function* () {
-      const req = yield* plainRequest(data, HealthRequest)
+      const req = yield* plainRequest(data, ReaderRequest)
       const policy = yield* (yield* PolicyStore).current
       const proved = readerOf(req.reader, policy, Date.now())
       if (Either.isLeft(proved)) return proved.left

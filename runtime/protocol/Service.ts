@@ -21,6 +21,7 @@ import { settle } from "./Settle.js"
 import { get } from "./Get.js"
 import { policyApply } from "./PolicyApply.js"
 import { propose } from "./Propose.js"
+import { grants } from "./Grants.js"
 import { unavailable, type Reply } from "./Replies.js"
 import type { Rejected } from "./Request.js"
 import { serveRequests } from "./internal/serveRequests.js"
@@ -69,7 +70,8 @@ export const serveProtocol = Effect.gen(function* () {
     [Subjects.settle, settle],
     [Subjects.cancel, cancel],
     [Subjects.ack, ack],
-    [Subjects.policyApply, policyApply]
+    [Subjects.policyApply, policyApply],
+    [Subjects.grants, grants]
   ]
   const subs: Array<Subscription> = routes.map(([subject, handler]) =>
     serveRequests(

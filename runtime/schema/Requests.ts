@@ -140,7 +140,10 @@ export type ReadPayload = typeof ReadPayload.Type
 export const GetRequest = Schema.Struct({ held_id: HeldId, reader: Schema.optional(Envelope) })
 export type GetRequest = typeof GetRequest.Type
 
-/** `wk.v1.health`: a signed read (any registered principal may see the kernels' health). */
-export const HealthRequest = Schema.Struct({ reader: Envelope })
-export type HealthRequest = typeof HealthRequest.Type
+/**
+ * A request whose only field is a signed read: `wk.v1.health` (any registered principal may see
+ * the kernels' health) and `wk.v1.grants.get` (the tools the reader is granted).
+ */
+export const ReaderRequest = Schema.Struct({ reader: Envelope })
+export type ReaderRequest = typeof ReaderRequest.Type
 

@@ -15,6 +15,8 @@ export const Subjects = {
   policyApply: "wk.v1.admin.policy.apply",
   /** Every kernel process answers (no queue group) with its health, to a signed reader. */
   health: "wk.v1.health",
+  /** The tools the signed reader is granted under the policy in force (what an agent may offer its model). */
+  grants: "wk.v1.grants.get",
   events: (heldId: string) => `wk.v1.events.${heldId}`,
   policyEvents: "wk.v1.events._policy",
   sessionResults: (sessionId: string) => `wk.v1.sessions.${sessionId}.results`,

@@ -15,6 +15,10 @@ import { startTestNats, type TestNats } from "../support/TestNats.js"
 import { clientFor, connectAs, testProfile } from "../support/Principals.js"
 import { startKernel, type InProcessKernel } from "../support/InProcessKernel.js"
 import { EchoTool } from "../support/EchoTool.js"
+import { signEnvelope } from "../../runtime/schema/EnvelopeSignature.js"
+import { devKeyPair } from "../../runtime/client/DevKeys.js"
+import { Subjects } from "../../runtime/schema/Subjects.js"
+import nacl from "tweetnacl"
 
 // The agent SDK adapters against a real kernel over NATS, with no model: each SDK's own test
 // model (or the graph itself) drives its tool-execution path. `web_fetch` is allowed, `deploy`
@@ -53,6 +57,18 @@ afterAll(async () => {
   await kernel?.stop()
   await Promise.all([echoConn, agentConn, witnessConn].map((c) => c?.close()))
   await nats?.dispose()
+})
+
+describe("wk.v1.grants.get: what an agent may offer its model", () => {
+  it("answers the signed reader's own grants, and refuses a reader whose key is not the principal's", async () => {
+    expect(await alice.grants()).toMatchObject({ status: 200, principal: "agent:alice", tools: ["deploy", "web_fetch"] })
+    const read = { op: "read", principal: "agent:alice", issued_at: new Date().toISOString(), nonce: "n0nce-forged-1" }
+    // Signed by bob's key while naming alice, and by a key nobody registered: 401 both.
+    const asBob = signEnvelope(read, devKeyPair("agent:bob").secretKey)
+    expect((await alice.request<{ status: number }>(Subjects.grants, { reader: asBob })).status).toBe(401)
+    const stranger = signEnvelope({ ...read, nonce: "n0nce-forged-2" }, nacl.sign.keyPair().secretKey)
+    expect((await alice.request<{ status: number }>(Subjects.grants, { reader: stranger })).status).toBe(401)
+  })
 })
 
 describe("Vercel AI SDK: a tool whose execute goes through the kernel", () => {

@@ -59,9 +59,17 @@ export const governingServer = (opts: GoverningOptions): Server => {
   const byName = new Map(opts.tools.map((t) => [t.name, t]))
   const inbox = (heldId: string) => (opts.gatewayUrl === undefined ? "" : ` Approve or reject it at ${opts.gatewayUrl.replace(/\/$/, "")}/inbox/#/held/${heldId}.`)
 
-  server.setRequestHandler(ListToolsRequestSchema, () => ({
+  /** The upstream tools the kernel grants the principal now; all of them if the grants cannot be read (the kernel still decides each call). */
+  const granted = async (): Promise<ReadonlyArray<GovernedTool>> => {
+    const r = await opts.client.grants().catch(() => null)
+    if (r === null || r.status !== 200 || r.tools === undefined) return opts.tools
+    const names = new Set(r.tools)
+    return opts.tools.filter((t) => names.has(t.name))
+  }
+
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({
     tools: [
-      ...opts.tools.map((t) => ({ name: t.name, description: `${t.description} (governed by Witness Kernel: ${t.server}/${t.upstreamName})`, inputSchema: t.inputSchema, ...(t.annotations !== undefined ? { annotations: t.annotations } : {}) })),
+      ...(await granted()).map((t) => ({ name: t.name, description: `${t.description} (governed by Witness Kernel: ${t.server}/${t.upstreamName})`, inputSchema: t.inputSchema, ...(t.annotations !== undefined ? { annotations: t.annotations } : {}) })),
       {
         name: ResultTool,
         description: "The result of a governed call that was held for a witness, once it is released (or where it stands).",
