@@ -2,7 +2,8 @@ import type { Evidence, HeldCallFacts } from "../schema/Facts.js"
 import type { Reason } from "../schema/Events.js"
 import { routeAdmits, type WitnessRule } from "../schema/WitnessContract.js"
 import { presentationDigest } from "../schema/Canonical.js"
-import { currentEvidence } from "./Facts.js"
+import { canonicalCall, currentEvidence } from "./Facts.js"
+import { meetsTerm, type EvidenceTerm } from "../schema/EvidenceTerm.js"
 import { dependencyRejects } from "./Dependencies.js"
 import { ruleStatus, type Approval, type RuleStatus } from "./WitnessRuleEval.js"
 
@@ -115,6 +116,19 @@ const possibleApprovals = (f: HeldCallFacts, registry: WitnessRegistry, refused:
     .filter((p) => p !== f.spec?.principal && !refused.has(p) && registry.keysOf(p).length > 0 && onRoute(f, registry, p))
     .flatMap((p) => registry.classesOf(p).map((c) => ({ witness: p, class: c })))
 
+/**
+ * The contract's evidence terms no standing evidence meets now: a valid, unexpired `evidence`
+ * statement of this generation, from a witness the term's `by` admits (never the proposer, its
+ * key still registered), whose record meets the term for the call's arguments (EvidenceTerm.ts).
+ */
+export const unmetEvidenceTerms = (f: HeldCallFacts, ctx: CountingContext): ReadonlyArray<EvidenceTerm> => {
+  const terms = f.witness_contract?.evidence ?? []
+  if (terms.length === 0) return terms
+  const args = canonicalCall(f)?.args ?? {}
+  const statements = standing(f, ctx).filter((e) => e.status === "valid" && e.decision === "evidence" && e.record !== undefined && Date.parse(e.expires_at) > ctx.now)
+  return terms.filter((t) => !statements.some((e) => routeAdmits(t.by, e.witness, ctx.classesOf(e.witness)) && meetsTerm(t, e.record!, args)))
+}
+
 /** Where the witness rule of a held call stands, and the final noes behind it. */
 export interface Outlook {
   readonly status: RuleStatus
@@ -130,7 +144,9 @@ export const outlookOf = (f: HeldCallFacts, ctx: CountingContext): Outlook => {
   if (f.active_rule === null) return { status: "pending", refusals }
   const approvals = countingApprovals(f, ctx)
   const possible = possibleApprovals(f, ctx, new Set(refusals.map((r) => r.witness)))
-  const status = ruleStatus(f.active_rule, approvals, possible)
+  const ruled = ruleStatus(f.active_rule, approvals, possible)
+  // The rule's approvals are not enough while an evidence term is unmet: it may still be met.
+  const status = ruled === "satisfied" && unmetEvidenceTerms(f, ctx).length > 0 ? "pending" : ruled
   const fb = f.witness_contract?.fallback
   if (status === "unsatisfiable" && fb?.action === "route" && !sameRule(f.active_rule, fb.rule) && ruleStatus(fb.rule, approvals, possible) !== "unsatisfiable") {
     return { status: "pending", refusals }

@@ -100,6 +100,7 @@ const apply = (f: HeldCallFacts, e: HeldEvent): HeldCallFacts => {
         nonce: e.nonce,
         key: e.envelope.key,
         ...(e.presentation_digest !== undefined ? { presentation_digest: e.presentation_digest } : {}),
+        ...(e.evidence !== undefined ? { record: e.evidence } : {}),
         ...(e.reason !== undefined ? { reason: e.reason } : {})
       })
     case "attestation.rejected": {

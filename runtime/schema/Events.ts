@@ -3,6 +3,7 @@ import { Envelope } from "./Envelope.js"
 import { HeldCallSpec } from "./HeldCallSpec.js"
 import { JsonObject, JsonValue } from "./Json.js"
 import { WitnessContract, WitnessRule } from "./WitnessContract.js"
+import { EvidenceRecord } from "./EvidenceTerm.js"
 
 /** Fields every event carries. `event_id` is derived from the event's cause, so one cause is one event. */
 const Base = {
@@ -98,6 +99,8 @@ export const AttestationAccepted = Schema.Struct({
   expires_at: Schema.String,
   nonce: Schema.String,
   evidence_digest: Schema.optional(Schema.String),
+  /** What an `evidence` attestation read for a contract term, as signed. */
+  evidence: Schema.optional(EvidenceRecord),
   /** The presentation the witness signed it was shown (absent: the witness did not bind one). */
   presentation_digest: Schema.optional(Schema.String),
   /** The witness's own reason, as signed. */

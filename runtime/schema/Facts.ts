@@ -3,6 +3,7 @@ import { JsonObject, JsonValue } from "./Json.js"
 import { Readiness, Reason, Verdict, WitnessRequest } from "./Events.js"
 import { WitnessContract, WitnessRule } from "./WitnessContract.js"
 import { HeldCallSpec } from "./HeldCallSpec.js"
+import { EvidenceRecord } from "./EvidenceTerm.js"
 
 /** The immutable spec of one generation (its own module so events and facts share it). */
 export { HeldCallSpec } from "./HeldCallSpec.js"
@@ -41,6 +42,8 @@ export const Evidence = Schema.Struct({
   reason: Schema.optional(Schema.String),
   key: Schema.String,
   presentation_digest: Schema.optional(Schema.String),
+  /** What an `evidence` statement read, for the contract's evidence terms. */
+  record: Schema.optional(EvidenceRecord),
   generation: Schema.Int,
   call_digest: Schema.String,
   contract_digest: Schema.String,

@@ -3,6 +3,7 @@ import { HeldId, Digest, Principal, SessionId, Token, ToolName, Timestamp } from
 import { Envelope } from "./Envelope.js"
 import { JsonObject, JsonValue } from "./Json.js"
 import { CallPreferences } from "./Preferences.js"
+import { EvidenceRecord } from "./EvidenceTerm.js"
 
 export { CallPreferences } from "./Preferences.js"
 
@@ -59,6 +60,8 @@ export const AttestPayload = Schema.Struct({
   contract_digest: Digest,
   decision: AttestDecision,
   evidence_digest: Schema.optional(Digest),
+  /** With `decision: "evidence"`: what the witness (a verifier, a CI) read for one of the contract's evidence terms. */
+  evidence: Schema.optional(EvidenceRecord),
   /** `sha256(JCS(presentation))` of the presentation the witness was shown; it must be the call's current one. */
   presentation_digest: Schema.optional(Digest),
   /** Why the witness decided so; shown to the agent and in the inbox. Signed with the rest. */

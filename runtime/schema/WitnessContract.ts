@@ -1,25 +1,8 @@
 import { Schema } from "effect"
+import { EvidenceTerm } from "./EvidenceTerm.js"
+import { WitnessRule } from "./WitnessRule.js"
 
-/**
- * A witness rule, as data. Leaves name a witness class (with an optional count of distinct
- * principals) or one named principal; inner nodes combine with all / any / quorum(n).
- */
-export type WitnessRule =
-  | { readonly class: string; readonly count?: number }
-  | { readonly principal: string }
-  | { readonly all: ReadonlyArray<WitnessRule> }
-  | { readonly any: ReadonlyArray<WitnessRule> }
-  | { readonly quorum: { readonly n: number; readonly of: ReadonlyArray<WitnessRule> } }
-
-const Count = Schema.Int.pipe(Schema.between(1, 100))
-
-export const WitnessRule: Schema.Schema<WitnessRule> = Schema.Union(
-  Schema.Struct({ class: Schema.String.pipe(Schema.minLength(1)), count: Schema.optional(Count) }),
-  Schema.Struct({ principal: Schema.String.pipe(Schema.minLength(1)) }),
-  Schema.Struct({ all: Schema.Array(Schema.suspend(() => WitnessRule)).pipe(Schema.minItems(1)) }),
-  Schema.Struct({ any: Schema.Array(Schema.suspend(() => WitnessRule)).pipe(Schema.minItems(1)) }),
-  Schema.Struct({ quorum: Schema.Struct({ n: Count, of: Schema.Array(Schema.suspend(() => WitnessRule)).pipe(Schema.minItems(1)) }) })
-)
+export { WitnessRule } from "./WitnessRule.js"
 
 /** What happens when no satisfying evidence arrives in time. */
 export const Fallback = Schema.Union(
@@ -40,6 +23,8 @@ export const WitnessContract = Schema.Struct({
   /** One `reject` from a principal of a veto class ends the call (denied). */
   veto: Schema.optional(Schema.Array(Schema.String)),
   fallback: Schema.optional(Fallback),
+  /** Evidence the call needs besides the rule's approvals: each term met by an `evidence` attestation from a witness its `by` admits (EvidenceTerm.ts). */
+  evidence: Schema.optional(Schema.Array(EvidenceTerm)),
   /** Human-readable summary shown to witnesses. */
   summary: Schema.optional(Schema.String)
 })

@@ -1,4 +1,5 @@
 import type { HeldEvent, SequencedEvent, EventOf } from "../../runtime/schema/Events.js"
+import type { EvidenceRecord } from "../../runtime/schema/EvidenceTerm.js"
 import type { HeldCallFacts } from "../../runtime/schema/Facts.js"
 import type { WitnessContract } from "../../runtime/schema/WitnessContract.js"
 import type { ReconcileContext } from "../../runtime/heldcall/Reconciler.js"
@@ -103,6 +104,8 @@ export interface Statement {
   readonly nonce?: string
   /** The witness's own reason, as signed. */
   readonly reason?: string
+  /** What an `evidence` statement read for a contract term. */
+  readonly evidence?: EvidenceRecord
 }
 
 /** One attestation event (accepted or rejected) for a statement. */
@@ -146,6 +149,7 @@ export const attestation = (s: Statement): EventOf<"attestation.accepted"> | Eve
     expires_at,
     nonce,
     ...(s.reason !== undefined ? { reason: s.reason } : {}),
+    ...(s.evidence !== undefined ? { evidence: s.evidence } : {}),
     envelope: dummyEnvelope(payload)
   }
 }
@@ -256,6 +260,7 @@ export interface AttestOf {
   readonly nonce?: string
   /** Signed with this principal's key instead of the witness's. */
   readonly keyOf?: string
+  readonly evidence?: EvidenceRecord
 }
 
 /** A witness's signed attestation about the test call. */
@@ -272,7 +277,8 @@ export const attestOf = (a: AttestOf): Attest => {
     decision: a.decision ?? "approve",
     issued_at: at(a.issuedMs ?? 100),
     expires_at: at(a.expiresMs ?? 600_000),
-    nonce: a.nonce ?? `nonce-${a.witness}-${a.decision ?? "approve"}-g${generation}`
+    nonce: a.nonce ?? `nonce-${a.witness}-${a.decision ?? "approve"}-g${generation}`,
+    ...(a.evidence !== undefined ? { evidence: a.evidence } : {})
   }
   const envelope = signedBy(payload)
   return { _tag: "Attest", payload: payload as Attest["payload"], envelope: a.keyOf === undefined ? envelope : { ...envelope, key: keyOf(a.keyOf) } }

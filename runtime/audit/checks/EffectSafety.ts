@@ -1,5 +1,6 @@
 import { countingApprovals, mayDispatch, vetoOf, type ReconcileContext } from "../../heldcall/Reconciler.js"
 import { satisfies } from "../../heldcall/WitnessRuleEval.js"
+import { unmetEvidenceTerms } from "../../heldcall/Counting.js"
 import { classesOf } from "../../policy/ActivePolicy.js"
 import type { HeldCallFacts } from "../../schema/Facts.js"
 import { collector, type HeldCheck } from "./Check.js"
@@ -18,6 +19,8 @@ const whyNot = (f: HeldCallFacts, ctx: ReconcileContext): string => {
     if (f.active_rule === null) return "no witness rule in force"
     if (vetoOf(f, ctx) !== undefined) return "a veto was in force"
     if (!satisfies(f.active_rule, countingApprovals(f, ctx))) return "the counting approvals did not satisfy the witness rule"
+    const unmet = unmetEvidenceTerms(f, ctx)
+    if (unmet.length > 0) return `evidence term${unmet.length === 1 ? "" : "s"} ${unmet.map((t) => `'${t.name}'`).join(", ")} not met`
   } else if (f.verdict !== "ALLOW") return `verdict was ${f.verdict}`
   return "refused"
 }

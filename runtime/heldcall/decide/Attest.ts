@@ -45,9 +45,21 @@ export const judgeAttestation = (f: HeldCallFacts, p: AttestPayload, env: Envelo
   if (registry.keysOf(spec.principal).includes(env.key)) return { disposition: "invalid", reason: "witness is not independent of the proposer: the proposer's key" }
   const classes = registry.classesOf(p.principal)
   if (!classes.includes(p.class)) return { disposition: "invalid", reason: `principal '${p.principal}' is not registered with class '${p.class}'` }
-  const admitted = admittedWitnesses(f.witness_contract)
-  if (!admitted.classes.includes(p.class) && !admitted.principals.includes(p.principal)) {
-    return { disposition: "invalid", reason: `wrong class: the contract does not accept class '${p.class}' or principal '${p.principal}'` }
+  if (p.decision === "evidence") {
+    // Evidence answers one of the contract's evidence terms, from a witness that term admits (not the rule's approvers).
+    const record = p.evidence
+    if (record === undefined) return { disposition: "invalid", reason: "decision evidence needs payload.evidence naming one of the contract's evidence terms" }
+    const term = (f.witness_contract.evidence ?? []).find((t) => t.name === record.term)
+    if (term === undefined) return { disposition: "invalid", reason: `the contract has no evidence term '${record.term}'` }
+    if (term.kind !== record.kind) return { disposition: "invalid", reason: `evidence term '${term.name}' needs evidence of kind '${term.kind}', not '${record.kind}'` }
+    if (!routeAdmits(term.by, p.principal, classes)) return { disposition: "invalid", reason: `principal '${p.principal}' may not supply evidence for term '${term.name}'` }
+  } else if (p.evidence !== undefined) {
+    return { disposition: "invalid", reason: "payload.evidence goes only with decision evidence" }
+  } else {
+    const admitted = admittedWitnesses(f.witness_contract)
+    if (!admitted.classes.includes(p.class) && !admitted.principals.includes(p.principal)) {
+      return { disposition: "invalid", reason: `wrong class: the contract does not accept class '${p.class}' or principal '${p.principal}'` }
+    }
   }
   const route = f.witness_contract.route
   if (p.decision === "approve" && route !== undefined && !routeAdmits(route, p.principal, classes)) {
@@ -97,6 +109,7 @@ export const decideAttest = (f: HeldCallFacts, { payload: p, envelope }: Attest,
     expires_at: p.expires_at,
     nonce: p.nonce,
     ...(p.evidence_digest !== undefined ? { evidence_digest: p.evidence_digest } : {}),
+    ...(p.evidence !== undefined ? { evidence: p.evidence } : {}),
     ...(p.presentation_digest !== undefined ? { presentation_digest: p.presentation_digest } : {}),
     ...(p.reason !== undefined ? { reason: p.reason } : {})
   }
