@@ -86,6 +86,8 @@ export interface AttestInput {
   readonly call_digest: string
   readonly contract_digest: string
   readonly evidence_digest?: string
+  /** With `decision: "evidence"`: what was read for one of the contract's evidence terms (`{term, kind, read}`). */
+  readonly evidence?: { readonly term: string; readonly kind: string; readonly read: JsonObject }
   /** `sha256(JCS(presentation))` of the presentation shown (`presentationDigest`); the kernel refuses it if the call is shown differently now. */
   readonly presentation_digest?: string
   /** Why, in the witness's words (at most 500 characters); the agent gets it with a denial. */

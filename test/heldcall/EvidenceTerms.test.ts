@@ -32,7 +32,8 @@ describe("evidence terms in the pure core", () => {
   })
 
   it("given evidence that read otherwise (not an ancestor, another commit), then the term stays unmet", () => {
-    for (const read of [{ commit: "acct-b", is_ancestor: false }, { commit: "acct-x", is_ancestor: true }, { is_ancestor: true }]) {
+    const reads: ReadonlyArray<EvidenceRecord["read"]> = [{ commit: "acct-b", is_ancestor: false }, { commit: "acct-x", is_ancestor: true }, { is_ancestor: true }]
+    for (const read of reads) {
       expect(outlookOf(given(...parked, approve, evidence("svc:git", read)), ctx).status).toBe("pending")
     }
   })
@@ -67,7 +68,7 @@ describe("deciding an evidence attestation", () => {
   it("when a verifier the term admits attests evidence, then it is recorded with what it read", () => {
     givenCall(...parked)
       .when(evidenceOf("svc:git", record({ commit: "acct-b", is_ancestor: true })), dctx)
-      .then({ reply: { status: 202, disposition: "accepted" }, events: [{ type: "attestation.accepted", decision: "evidence", evidence: { term: "merged", read: { commit: "acct-b", is_ancestor: true } } }] })
+      .then({ reply: { status: 202, disposition: "accepted" }, events: [{ type: "attestation.accepted", decision: "evidence", evidence: { term: "merged", kind: "git-ancestry", read: { commit: "acct-b", is_ancestor: true } } }] })
   })
 
   it("when evidence names no term, another kind, or comes from a witness the term does not admit, then it is invalid", () => {
