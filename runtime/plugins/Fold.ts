@@ -2,6 +2,7 @@
 // The folded state is a join-semilattice (verdict = max, reasons and contracts = sets), so
 // `join` is commutative, associative and idempotent and plugin order cannot matter.
 import { canonicalize } from "../schema/Canonical.js"
+import { joinTerms } from "../schema/EvidenceTerm.js"
 import type { Reason, Verdict } from "../schema/Events.js"
 import type { WitnessContract, WitnessRule } from "../schema/WitnessContract.js"
 import type { AdjudicatorVerdict, AdmitVerdict } from "./StageIO.js"
@@ -125,7 +126,7 @@ export const decide = (f: Folded, offers: ReadonlyArray<Offer> = []): Decided =>
 }
 
 /**
- * Joins witness contracts with `all`: every rule must hold, every veto class applies. A fallback
+ * Joins witness contracts with `all`: every rule must hold, every veto class and evidence term applies. A fallback
  * survives only if all contracts agree on it, or as the earliest `deny` fallback: a `route`
  * fallback could lower the bar, so it never survives a disagreement.
  */
@@ -141,11 +142,14 @@ export const joinContracts = (contracts: ReadonlyArray<WitnessContract>): Witnes
   const summaries = [...new Set(set.flatMap((c) => (c.summary === undefined ? [] : [c.summary])))].sort()
   // Every contract's route applies: a witness counts only if each route admits it.
   const routes: ReadonlyArray<WitnessRule> = union(set.flatMap((c) => (c.route === undefined ? [] : [c.route])), [])
+  // Every contract's evidence terms apply.
+  const evidence = joinTerms(set.map((c) => c.evidence))
   return {
     rule: rules.length === 1 ? rules[0]! : { all: rules },
     ...(routes.length > 0 ? { route: routes.length === 1 ? routes[0]! : { all: routes } } : {}),
     ...(veto.length > 0 ? { veto } : {}),
     ...(fallback !== undefined ? { fallback } : {}),
+    ...(evidence !== undefined ? { evidence } : {}),
     ...(summaries.length > 0 ? { summary: summaries.join("; ") } : {})
   }
 }

@@ -1,4 +1,6 @@
 import type { PluginPin } from "../schema/PluginPin.js"
+import { joinTerms } from "../schema/EvidenceTerm.js"
+import type { WitnessContract } from "../schema/WitnessContract.js"
 import type { PrincipalEntry, Profile, ToolRule } from "../schema/Profile.js"
 import { canonicalize, jcsDigest } from "../schema/Canonical.js"
 import type { WitnessRegistry } from "../heldcall/Counting.js"
@@ -94,6 +96,12 @@ export const isNarrowingPin = (policy: ActivePolicy, pin: PluginPin): boolean =>
 const minDefined = (a: number | undefined, b: number | undefined): number | undefined =>
   a === undefined ? b : b === undefined ? a : Math.min(a, b)
 
+/** Two rules' contracts for one tool: both rules, both sets of vetoes and evidence terms. */
+const joinedRuleContract = (a: WitnessContract, b: WitnessContract): WitnessContract => {
+  const evidence = joinTerms([a.evidence, b.evidence])
+  return { rule: { all: [a.rule, b.rule] }, veto: [...new Set([...(a.veto ?? []), ...(b.veto ?? [])])], ...(evidence !== undefined ? { evidence } : {}) }
+}
+
 const stricter = (a: ToolRule | undefined, b: ToolRule): ToolRule =>
   a === undefined
     ? b
@@ -102,7 +110,7 @@ const stricter = (a: ToolRule | undefined, b: ToolRule): ToolRule =>
         witness_above: minDefined(a.witness_above, b.witness_above),
         deny_above: minDefined(a.deny_above, b.deny_above),
         always_witness: (a.always_witness ?? false) || (b.always_witness ?? false),
-        contract: a.contract && b.contract ? { rule: { all: [a.contract.rule, b.contract.rule] }, veto: [...new Set([...(a.contract.veto ?? []), ...(b.contract.veto ?? [])])] } : (a.contract ?? b.contract),
+        contract: a.contract && b.contract ? joinedRuleContract(a.contract, b.contract) : (a.contract ?? b.contract),
         // Idempotent only if no profile says otherwise; read-back witnesses named by any profile.
         ...(a.idempotent !== undefined || b.idempotent !== undefined ? { idempotent: a.idempotent !== false && b.idempotent !== false } : {}),
         // Without read-back if any profile says the tool has none.

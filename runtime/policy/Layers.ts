@@ -1,4 +1,5 @@
 import type { Preferences } from "../schema/Preferences.js"
+import { joinTerms, termKey } from "../schema/EvidenceTerm.js"
 import type { Profile, ToolRule } from "../schema/Profile.js"
 import type { WitnessContract, WitnessRule } from "../schema/WitnessContract.js"
 import { pinLabel, resolvePin, type PluginPin } from "../schema/PluginPin.js"
@@ -57,6 +58,8 @@ const contractWidenings = (field: string, before: WitnessContract | undefined, a
   if (missing.length > 0) out.push({ field: `${field}.rule`, message: `the witness rule no longer requires ${missing.join(", ")}` })
   const veto = new Set(after.veto ?? [])
   for (const v of before.veto ?? []) if (!veto.has(v)) out.push({ field: `${field}.veto`, message: `veto class '${v}' is dropped` })
+  const terms = new Set((after.evidence ?? []).map(termKey))
+  for (const t of before.evidence ?? []) if (!terms.has(termKey(t))) out.push({ field: `${field}.evidence`, message: `evidence term '${t.name}' (${t.kind}) is dropped or changed` })
   const fb = after.fallback
   if (fb !== undefined && fb.action === "route" && stable(fb) !== stable(before.fallback)) out.push({ field: `${field}.fallback`, message: "a routing fallback is added or changed" })
   return out
@@ -100,7 +103,8 @@ const ruleContract = (policy: ActivePolicy, tool: string): WitnessContract | und
   if (own === undefined && narrowing === undefined) return undefined
   const parts = [own?.contract ?? DefaultContract, ...(narrowing?.contract !== undefined ? [narrowing.contract] : [])]
   const veto = [...new Set(parts.flatMap((c) => c.veto ?? []))]
-  return { rule: { all: parts.map((c) => c.rule) }, ...(veto.length > 0 ? { veto } : {}), ...(own?.contract?.fallback !== undefined ? { fallback: own.contract.fallback } : {}) }
+  const evidence = joinTerms(parts.map((c) => c.evidence))
+  return { rule: { all: parts.map((c) => c.rule) }, ...(veto.length > 0 ? { veto } : {}), ...(evidence !== undefined ? { evidence } : {}), ...(own?.contract?.fallback !== undefined ? { fallback: own.contract.fallback } : {}) }
 }
 
 const DisclosureOrder = ["exact", "redacted"]

@@ -58,3 +58,19 @@ const sameJson = (a: JsonValue | undefined, b: JsonValue): boolean => {
 /** Whether a record meets a term for a call with `args`: same term and kind, and every field `expect` names read as expected. */
 export const meetsTerm = (term: EvidenceTerm, record: EvidenceRecord, args: JsonObject): boolean =>
   record.term === term.name && record.kind === term.kind && Object.entries(resolveTerm(term.expect, args) as JsonObject).every(([k, v]) => sameJson(record.read[k], v))
+
+const stableJson = (v: unknown): string =>
+  Array.isArray(v) ? `[${v.map(stableJson).join(",")}]` : v !== null && typeof v === "object" ? `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${stableJson((v as Record<string, unknown>)[k])}`).join(",")}}` : JSON.stringify(v)
+
+/** A term's identity: its canonical JSON (two contracts asking the same thing ask it once). */
+export const termKey = (t: EvidenceTerm): string => stableJson(t)
+
+/**
+ * The evidence terms of joined contracts: every term any of them asks for (a join only adds
+ * conditions), each once, in a stable order. Undefined when none asks for any.
+ */
+export const joinTerms = (lists: ReadonlyArray<ReadonlyArray<EvidenceTerm> | undefined>): ReadonlyArray<EvidenceTerm> | undefined => {
+  const byKey = new Map<string, EvidenceTerm>()
+  for (const list of lists) for (const t of list ?? []) byKey.set(termKey(t), t)
+  return byKey.size === 0 ? undefined : [...byKey.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, t]) => t)
+}

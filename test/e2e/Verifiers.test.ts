@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { execFileSync } from "node:child_process"
+import { execFileSync, spawn } from "node:child_process"
+import { repoRoot } from "../../runtime/cli/Paths.js"
 import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -74,7 +75,7 @@ const propose = async (tool: string, args: Record<string, string>) => {
   expect(r.status).toBe(202)
   return r.held_id
 }
-const factsOf = async (heldId: string) => (await carol.get(heldId)).held as Record<string, unknown> & { lifecycle: string; generation: number; call_digest: string; contract_digest: string }
+const factsOf = async (heldId: string) => (await carol.get(heldId)).held as unknown as Record<string, unknown> & { lifecycle: string; generation: number; call_digest: string; contract_digest: string }
 const ciStatus = async (heldId: string, commit: string, conclusion: string) => {
   const h = await factsOf(heldId)
   return ci.attest({ held_id: heldId, class: "ci", decision: "evidence", generation: h.generation, call_digest: h.call_digest, contract_digest: h.contract_digest, evidence: { term: "ci", kind: "ci-status", read: { commit, check: "build", conclusion } } })
@@ -191,4 +192,25 @@ describe("evidence the kernel verifies", () => {
     await expect(gitAncestry({ app: repo }, 5_000)({ repo: "/etc", commit: onMain, ref: "main" })).rejects.toThrow(/no repository '\/etc'/)
     await expect(gitAncestry({ app: repo }, 5_000)({ repo: "app", commit: "--output=/tmp/x", ref: "main" })).rejects.toThrow(/not options/)
   })
+
+  it("wk verifier runs as its own process and attests on the witness request, with no call from the test", async () => {
+    runner.stop()
+    const config = join(mkdtempSync(join(tmpdir(), "wk-verifier-")), "verifier.json")
+    writeFileSync(config, JSON.stringify({ principal: "svc:verifier", git: { repos: { app: repo } } }))
+    const child = spawn(process.execPath, [join(repoRoot, "runtime/cli/wk.mjs"), "verifier", "--config", config], { env: { ...process.env, NATS_URL: `nats://${nats.servers}` }, stdio: ["ignore", "pipe", "pipe"] })
+    let out = ""
+    child.stdout!.on("data", (d: Buffer) => (out += d.toString()))
+    child.stderr!.on("data", (d: Buffer) => (out += d.toString()))
+    try {
+      await eventually(async () => out.includes("waiting for witness requests"), 60_000)
+      const before = effectsOf("deploy")
+      const heldId = await propose("deploy", { commit: onMain })
+      expect((await carol.decide(heldId, "human")).disposition).toBe("accepted")
+      expect((await ciStatus(heldId, onMain, "success")).disposition).toBe("accepted")
+      await eventually(async () => effectsOf("deploy") === before + 1)
+      expect(out).toContain('"msg":"evidence term checked"')
+    } finally {
+      child.kill("SIGINT")
+    }
+  }, 120_000)
 })
