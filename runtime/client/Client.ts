@@ -47,6 +47,8 @@ export interface Delivery {
   reasons?: Array<{ by: string; reason: string }>
   call_digest: string
   delivery_id: string
+  /** A witness changed the arguments before approving: who, the arguments that ran, what they replaced. */
+  edited?: { by: string; class: string; args: JsonObject; from_call_digest: string; reason?: string }
 }
 
 export interface ClientOptions {
@@ -236,6 +238,35 @@ export class WitnessClient {
         issued_at: input.issued_at ?? new Date(now).toISOString(),
         expires_at: input.expires_at ?? new Date(now + (ttlMs ?? 10 * 60_000)).toISOString(),
         nonce: input.nonce ?? randomBytes(12).toString("hex")
+      })
+    )
+  }
+
+  /**
+   * Edit on approve: proposes other arguments for the held call this witness may decide, bound
+   * to its current generation and digests. The answer names the new generation and call digest;
+   * it still needs an approval of that digest (`decide` reads it afresh).
+   */
+  async edit(heldId: string, klass: string, args: JsonObject, reason?: string): Promise<{ status: number; disposition?: string; reason?: string; generation?: number; call_digest?: string; error?: ErrorReply["error"] }> {
+    const got = await this.get(heldId)
+    const h = got.held
+    if (got.status !== 200 || h === undefined) throw new Error(`cannot read held call ${heldId}: ${got.error?.message ?? got.status}`)
+    const now = Date.now()
+    return this.request(
+      Subjects.edit,
+      this.sign({
+        op: "edit",
+        principal: this.principal,
+        class: klass,
+        held_id: heldId,
+        generation: h.generation,
+        call_digest: h.call_digest,
+        contract_digest: h.contract_digest,
+        args,
+        ...(reason !== undefined ? { reason } : {}),
+        issued_at: new Date(now).toISOString(),
+        expires_at: new Date(now + 10 * 60_000).toISOString(),
+        nonce: randomBytes(12).toString("hex")
       })
     )
   }

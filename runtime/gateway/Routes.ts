@@ -1,7 +1,7 @@
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Either, Schema } from "effect"
 import { decodeWith } from "../protocol/Decode.js"
-import { AttestPayload, CancelPayload, ProposePayload } from "../schema/Requests.js"
+import { AttestPayload, CancelPayload, EditPayload, ProposePayload } from "../schema/Requests.js"
 import { HeldId } from "../schema/Ids.js"
 import { Subjects } from "../schema/Subjects.js"
 import type { Role } from "../heldcall/Views.js"
@@ -128,6 +128,7 @@ export const gatewayRouter = staticPaths
       HttpRouter.get("/held/:held_id", getHeld),
       HttpRouter.get("/held/:held_id/events", heldEvents),
       HttpRouter.post("/held/:held_id/attestations", forwardSigned(Subjects.attest, AttestPayload, true)),
+      HttpRouter.post("/held/:held_id/edits", forwardSigned(Subjects.edit, EditPayload, true)),
       HttpRouter.post("/held/:held_id/cancel", forwardSigned(Subjects.cancel, CancelPayload, true))
     )
   )

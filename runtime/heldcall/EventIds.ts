@@ -16,6 +16,7 @@ export const EventIds = {
   /** One cancel per call, whoever asks and however often. */
   cancelled: (heldId: string) => `call.cancelled:${heldId}`,
   /** A signed attestation, by the digest of its payload. */
+  edited: (heldId: string, editDigest: string) => `call.edited:${heldId}:${editDigest}`,
   attestationAccepted: (heldId: string, attestationDigest: string) => `attestation.accepted:${heldId}:${attestationDigest}`,
   attestationRejected: (heldId: string, attestationDigest: string) => `attestation.rejected:${heldId}:${attestationDigest}`,
   /** A signed settlement of an unknown outcome, by the digest of its payload. */

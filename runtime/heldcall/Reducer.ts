@@ -72,6 +72,25 @@ const apply = (f: HeldCallFacts, e: HeldEvent): HeldCallFacts => {
         policy_epoch_checked: e.policy_epoch
       }
     }
+    case "call.edited": {
+      // A witness's edit: the next generation of the same call with the signed arguments.
+      if (e.generation !== f.generation + 1 || f.spec === null || !beforeDispatch(f)) return f
+      const { proposed_generation: _previous, ...rest } = f
+      const replaced = f.spec.call_digest !== e.call_digest && !(f.earlier_digests ?? []).includes(f.spec.call_digest) ? [f.spec.call_digest] : []
+      return {
+        ...rest,
+        ...(replaced.length > 0 ? { earlier_digests: [...(f.earlier_digests ?? []), ...replaced] } : {}),
+        generation: e.generation,
+        spec: {
+          ...f.spec,
+          args: e.args,
+          call_digest: e.call_digest,
+          idempotency_key: `${f.held_id}:g${e.generation}`,
+          edited_by: { witness: e.witness, class: e.class, from_call_digest: e.from_call_digest, ...(e.reason !== undefined ? { reason: e.reason } : {}) }
+        },
+        ...generationStart(f)
+      }
+    }
     case "call.represented":
       // The same proposal, presented as the next generation: verdict, contract and evidence start over.
       if (e.generation !== f.generation + 1 || f.spec === null || !beforeDispatch(f)) return f

@@ -29,6 +29,8 @@ export const deliveryOf = (f: HeldCallFacts) => {
     result: f.result_admission === "admitted" ? f.result : null,
     ...(f.quarantine ? { quarantine: f.quarantine } : {}),
     ...(f.outcome === "denied" ? { reasons: f.reasons } : {}),
+    // A witness changed the arguments before approving: the agent learns what ran and who changed it.
+    ...(spec.edited_by !== undefined ? { edited: { by: spec.edited_by.witness, class: spec.edited_by.class, args: spec.args, from_call_digest: spec.edited_by.from_call_digest, ...(spec.edited_by.reason !== undefined ? { reason: spec.edited_by.reason } : {}) } } : {}),
     call_digest: canonicalCall(f)!.call_digest,
     delivery_id: deliveryIdOf(f)
   }

@@ -16,6 +16,7 @@ import type { HeldIds } from "./HeldIds.js"
 import { Subjects } from "../schema/Subjects.js"
 import { ack } from "./Ack.js"
 import { attest } from "./Attest.js"
+import { edit } from "./Edit.js"
 import { cancel } from "./Cancel.js"
 import { settle } from "./Settle.js"
 import { get } from "./Get.js"
@@ -67,6 +68,7 @@ export const serveProtocol = Effect.gen(function* () {
     [Subjects.propose, timedAllow(propose)],
     [Subjects.get, get],
     [Subjects.attest, attest],
+    [Subjects.edit, edit],
     [Subjects.settle, settle],
     [Subjects.cancel, cancel],
     [Subjects.ack, ack],

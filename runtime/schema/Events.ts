@@ -62,6 +62,25 @@ export const CallAdjudicated = Schema.Struct({
   decisions: Schema.Array(Decision)
 })
 
+/**
+ * A witness's edit, as the next generation: the same tool with the arguments the witness signed
+ * (`envelope`), adjudicated from the start like any proposal; only an approval of its own digest
+ * releases it. The agent sees who edited what in the delivery.
+ */
+export const CallEdited = Schema.Struct({
+  ...Base,
+  type: Schema.Literal("call.edited"),
+  witness: Schema.String,
+  class: Schema.String,
+  tool: Schema.String,
+  args: JsonObject,
+  call_digest: Schema.String,
+  /** The call digest of the generation the edit replaces. */
+  from_call_digest: Schema.String,
+  reason: Schema.optional(Schema.String),
+  envelope: Envelope
+})
+
 export const CallHeld = Schema.Struct({
   ...Base,
   type: Schema.Literal("call.held"),
@@ -342,6 +361,7 @@ export const HeldEvent = Schema.Union(
   CallAdjudicated,
   CallHeld,
   CallRepresented,
+  CallEdited,
   CallDenied,
   AttestationAccepted,
   AttestationRejected,

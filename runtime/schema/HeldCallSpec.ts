@@ -25,6 +25,8 @@ export const HeldCallSpec = Schema.Struct({
   /** The held call this one serves (a witness provider's governed call); absent for a root call. */
   parent_held_id: Schema.optional(Schema.String),
   /** The chain above this call, root first, ending with the parent; its length is this call's depth. */
-  ancestors: Schema.optional(Schema.Array(Ancestor))
+  ancestors: Schema.optional(Schema.Array(Ancestor)),
+  /** Set when a witness edited this generation's arguments (`call.edited`): who, and what it replaced. */
+  edited_by: Schema.optional(Schema.Struct({ witness: Schema.String, class: Schema.String, from_call_digest: Schema.String, reason: Schema.optional(Schema.String) }))
 })
 export type HeldCallSpec = typeof HeldCallSpec.Type

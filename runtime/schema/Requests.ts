@@ -73,6 +73,28 @@ export const AttestPayload = Schema.Struct({
 export type AttestPayload = typeof AttestPayload.Type
 
 /**
+ * `wk.v1.held.edit`: a witness the contract admits proposes changed arguments for the call it
+ * was asked about (bound like an attestation to the generation, call and contract it was shown).
+ * The edit becomes the next generation, adjudicated from the start; it approves nothing.
+ */
+export const EditPayload = Schema.Struct({
+  op: Schema.Literal("edit"),
+  principal: Principal,
+  class: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(100)),
+  held_id: HeldId,
+  generation: Schema.Int.pipe(Schema.positive()),
+  call_digest: Digest,
+  contract_digest: Digest,
+  /** The arguments the witness would approve instead (the tool stays the same). */
+  args: JsonObject,
+  reason: Schema.optional(Schema.String.pipe(Schema.maxLength(MaxAttestReasonLength))),
+  issued_at: Timestamp,
+  expires_at: Timestamp,
+  nonce: Schema.String.pipe(Schema.minLength(8), Schema.maxLength(128))
+})
+export type EditPayload = typeof EditPayload.Type
+
+/**
  * A read-back attestation (from a witness the contract or the tool's rule names) or an admin's
  * determination of whether the effect of a call whose outcome is unknown happened.
  */

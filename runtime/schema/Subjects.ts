@@ -9,6 +9,7 @@ export const Subjects = {
   propose: "wk.v1.calls.propose",
   get: "wk.v1.held.get",
   attest: "wk.v1.held.attest",
+  edit: "wk.v1.held.edit",
   settle: "wk.v1.held.settle",
   cancel: "wk.v1.held.cancel",
   ack: "wk.v1.held.ack",

@@ -3,11 +3,13 @@ import { countingApprovals } from "../../heldcall/Counting.js"
 import { satisfies } from "../../heldcall/WitnessRuleEval.js"
 import type { Evidence, HeldCallFacts } from "../../schema/Facts.js"
 import { judgeAttestation } from "../../heldcall/decide/Attest.js"
-import { AttestPayload } from "../../schema/Requests.js"
+import { AttestPayload, EditPayload } from "../../schema/Requests.js"
+import { judgeEdit } from "../../heldcall/decide/Edit.js"
 import { compileGuard } from "../internal/compileGuard.js"
 import { collector, type HeldCheck } from "./Check.js"
 
 const isAttest = compileGuard(AttestPayload)
+const isEdit = compileGuard(EditPayload)
 
 /** Fields an accepted attestation event copies from the signed request. */
 const Copied = ["generation", "call_digest", "contract_digest", "decision", "issued_at", "expires_at", "nonce", "evidence_digest", "presentation_digest", "reason"] as const
@@ -17,7 +19,8 @@ const Copied = ["generation", "call_digest", "contract_digest", "decision", "iss
  * own acceptance rule (`judgeAttestation`, invariants 3 and 4) accepts it against the facts just
  * before it, at its time, under the registry then in force: bound to this held call, its
  * generation, call digest and contract digest, unexpired, unreplayed, from a registered
- * witness of an admitted class, independent of the proposer. And at every `effect.dispatched`
+ * witness of an admitted class, independent of the proposer. Every `call.edited` passes the
+ * kernel's own edit rule (`judgeEdit`) the same way. And at every `effect.dispatched`
  * of a witnessed call, no approval counted whose signing key the registry in force no longer
  * held (a removed key's approvals stop counting): each one the rule needed is named.
  */
@@ -33,6 +36,22 @@ export const attestationBinding: HeldCheck = {
         for (const e of removedKeyApprovals(before, inForce.policy, Date.parse(event.at))) {
           c.fail([acceptedAt.get(e.attestation_digest) ?? seq, seq], `approval by ${e.witness} counted at dispatch although its key ${e.key.slice(0, 12)}… was no longer registered to it (epoch ${inForce.epoch})`)
         }
+        continue
+      }
+      if (event.type === "call.edited" && fresh) {
+        c.count()
+        const e: unknown = event.envelope.payload
+        if (!isEdit(e)) {
+          c.fail([seq], "the signed edit is not an edit payload (protocol: Edit)")
+          continue
+        }
+        const inForce = ctx.policy.around(event.at)
+        if (inForce.length === 0) {
+          c.unsure([seq], `no policy record in force at ${event.at}: the editor's registration and class not verified`)
+          continue
+        }
+        const refusals = inForce.map((x) => judgeEdit(before, e, event.envelope, registryOf(x.policy), Date.parse(event.at)))
+        if (refusals.every((r) => r !== null)) c.fail([seq], `the kernel's own edit rule refuses this edit: ${String(refusals[0]!["reason"] ?? JSON.stringify(refusals[0]))}`)
         continue
       }
       if (event.type !== "attestation.accepted" || !fresh) continue

@@ -10,6 +10,7 @@ const OpOf: Partial<Record<HeldEvent["type"], string>> = {
   "call.proposed": "propose",
   "attestation.accepted": "attest",
   "attestation.rejected": "attest",
+  "call.edited": "edit",
   "call.cancelled": "cancel",
   "delivery.acknowledged": "ack"
 }
@@ -21,6 +22,12 @@ const differs = (field: string, mine: unknown, theirs: unknown): string | null =
 
 const mismatchOf = (heldId: string, e: HeldEvent, p: Envelope["payload"]): string | null => {
   switch (e.type) {
+    case "call.edited": {
+      if (e.call_digest !== callDigest(e.tool, e.args)) return "call_digest is not sha256(JCS({tool, args})) of the event"
+      if (canonicalize(e.args) !== canonicalize(p["args"] ?? null)) return "args are not the signed edit's args"
+      if (e.generation !== Number(p["generation"]) + 1) return `generation ${e.generation} does not follow the signed edit's generation ${JSON.stringify(p["generation"])}`
+      return differs("witness", e.witness, p["principal"]) ?? differs("class", e.class, p["class"]) ?? differs("from_call_digest", e.from_call_digest, p["call_digest"]) ?? differs("held_id", heldId, p["held_id"])
+    }
     case "call.proposed": {
       if (e.tool === PolicyApplyTool && p["op"] === "policy.apply") {
         const call = policyCall(p["profile"])
