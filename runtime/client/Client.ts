@@ -243,6 +243,27 @@ export class WitnessClient {
   }
 
   /**
+   * One signed attestation about several held calls (`wk.v1.held.attest_batch`), each item bound
+   * to the call's current generation, digests and presentation as read now. `mode`: `all` (none
+   * recorded unless every one would be accepted) or `each`.
+   */
+  async attestBatch(heldIds: ReadonlyArray<string>, klass: string, decision: "approve" | "reject" = "approve", mode: "all" | "each" = "all", reason?: string): Promise<{ status: number; disposition?: string; reason?: string; results?: Array<{ held_id: string; status: number; disposition?: string; reason?: string }>; error?: ErrorReply["error"] }> {
+    const items = []
+    for (const heldId of heldIds) {
+      const got = await this.get(heldId)
+      const h = got.held
+      if (got.status !== 200 || h === undefined || h.contract_digest === null) throw new Error(`cannot read held call ${heldId}: ${got.error?.message ?? got.status}`)
+      const shown = h.witness_request?.presentation
+      items.push({ held_id: heldId, generation: h.generation, call_digest: h.call_digest, contract_digest: h.contract_digest, ...(shown !== undefined ? { presentation_digest: presentationDigest(shown) } : {}) })
+    }
+    const now = Date.now()
+    return this.request(
+      Subjects.attestBatch,
+      this.sign({ op: "attest_batch", principal: this.principal, class: klass, decision, mode, items, ...(reason !== undefined ? { reason } : {}), issued_at: new Date(now).toISOString(), expires_at: new Date(now + 10 * 60_000).toISOString(), nonce: randomBytes(12).toString("hex") })
+    )
+  }
+
+  /**
    * Edit on approve: proposes other arguments for the held call this witness may decide, bound
    * to its current generation and digests. The answer names the new generation and call digest;
    * it still needs an approval of that digest (`decide` reads it afresh).

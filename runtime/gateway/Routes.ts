@@ -3,6 +3,7 @@ import { Effect, Either, Schema } from "effect"
 import { decodeWith } from "../protocol/Decode.js"
 import { AttestPayload, CancelPayload, EditPayload, ProposePayload } from "../schema/Requests.js"
 import { HeldId } from "../schema/Ids.js"
+import { AttestBatchPayload } from "../schema/BatchAttestation.js"
 import { Subjects } from "../schema/Subjects.js"
 import type { Role } from "../heldcall/Views.js"
 import type { Envelope } from "../schema/Envelope.js"
@@ -129,6 +130,7 @@ export const gatewayRouter = staticPaths
       HttpRouter.get("/held/:held_id/events", heldEvents),
       HttpRouter.post("/held/:held_id/attestations", forwardSigned(Subjects.attest, AttestPayload, true)),
       HttpRouter.post("/held/:held_id/edits", forwardSigned(Subjects.edit, EditPayload, true)),
+      HttpRouter.post("/attestations/batch", forwardSigned(Subjects.attestBatch, AttestBatchPayload, false)),
       HttpRouter.post("/held/:held_id/cancel", forwardSigned(Subjects.cancel, CancelPayload, true))
     )
   )

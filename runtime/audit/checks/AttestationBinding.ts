@@ -5,11 +5,13 @@ import type { Evidence, HeldCallFacts } from "../../schema/Facts.js"
 import { judgeAttestation } from "../../heldcall/decide/Attest.js"
 import { AttestPayload, EditPayload } from "../../schema/Requests.js"
 import { judgeEdit } from "../../heldcall/decide/Edit.js"
+import { AttestBatchPayload, attestationOfBatch } from "../../schema/BatchAttestation.js"
 import { compileGuard } from "../internal/compileGuard.js"
 import { collector, type HeldCheck } from "./Check.js"
 
 const isAttest = compileGuard(AttestPayload)
 const isEdit = compileGuard(EditPayload)
+const isBatch = compileGuard(AttestBatchPayload)
 
 /** Fields an accepted attestation event copies from the signed request. */
 const Copied = ["generation", "call_digest", "contract_digest", "decision", "issued_at", "expires_at", "nonce", "evidence_digest", "presentation_digest", "reason"] as const
@@ -57,7 +59,9 @@ export const attestationBinding: HeldCheck = {
       if (event.type !== "attestation.accepted" || !fresh) continue
       acceptedAt.set(event.attestation_digest, seq)
       c.count()
-      const p: unknown = event.envelope.payload
+      const signed: unknown = event.envelope.payload
+      // A batch attestation is judged as the single attestation it makes about this call.
+      const p: unknown = isBatch(signed) ? attestationOfBatch(signed, call.heldId) : signed
       if (!isAttest(p)) {
         c.fail([seq], "the signed attestation is not an attest payload (protocol: Attest)")
         continue

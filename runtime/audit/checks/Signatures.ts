@@ -1,9 +1,13 @@
 import { envelopeSignatureValid as verifySignature } from "../../schema/EnvelopeSignature.js"
+import { AttestBatchPayload, attestationOfBatch } from "../../schema/BatchAttestation.js"
+import { compileGuard } from "../internal/compileGuard.js"
 import { callDigest, canonicalize, heldIdOf, jcsDigest } from "../../schema/Canonical.js"
 import { policyCall, PolicyApplyTool } from "../../policy/PolicyChange.js"
 import type { Envelope } from "../../schema/Envelope.js"
 import type { HeldEvent } from "../../schema/Events.js"
 import { collector, type HeldCheck } from "./Check.js"
+
+const isBatch = compileGuard(AttestBatchPayload)
 
 /** The `op` a signed event's envelope must carry. */
 const OpOf: Partial<Record<HeldEvent["type"], string>> = {
@@ -43,9 +47,13 @@ const mismatchOf = (heldId: string, e: HeldEvent, p: Envelope["payload"]): strin
       return differs("principal", e.principal, p["principal"]) ?? differs("session_id", e.session_id, p["session_id"]) ?? differs("turn_id", e.turn_id, p["turn_id"]) ?? differs("call_id", e.call_id, p["call_id"])
     }
     case "attestation.accepted":
-    case "attestation.rejected":
-      if (e.attestation_digest !== jcsDigest(p)) return "attestation_digest is not the digest of the signed attestation"
-      return differs("held_id", heldId, p["held_id"]) ?? differs("witness", e.witness, p["principal"]) ?? differs("class", e.class, p["class"])
+    case "attestation.rejected": {
+      // A batch attestation signs several calls: the event records the item about this one.
+      const signed = p["op"] === "attest_batch" ? (isBatch(p) ? attestationOfBatch(p, heldId) : undefined) : p
+      if (signed === undefined) return "the signed batch attestation does not name this call exactly once"
+      if (e.attestation_digest !== jcsDigest(signed)) return "attestation_digest is not the digest of the signed attestation"
+      return differs("held_id", heldId, signed["held_id"]) ?? differs("witness", e.witness, signed["principal"]) ?? differs("class", e.class, signed["class"])
+    }
     case "call.cancelled":
       return differs("held_id", heldId, p["held_id"]) ?? differs("by", e.by, p["principal"])
     case "delivery.acknowledged":
@@ -77,7 +85,8 @@ export const signatures: HeldCheck = {
       c.count()
       // A widening policy.apply is recorded as the proposal of the kernel's policy tool.
       const policyChange = event.type === "call.proposed" && event.tool === PolicyApplyTool && env.payload["op"] === "policy.apply"
-      if (env.payload["op"] !== op && !policyChange) c.fail([seq], `${event.type} carries an envelope with op ${JSON.stringify(env.payload["op"])}, expected '${op}'`)
+      const batch = (event.type === "attestation.accepted" || event.type === "attestation.rejected") && env.payload["op"] === "attest_batch"
+      if (env.payload["op"] !== op && !policyChange && !batch) c.fail([seq], `${event.type} carries an envelope with op ${JSON.stringify(env.payload["op"])}, expected '${op}'`)
       if (!(ctx.verified?.(seq, env) ?? verifySignature(env))) {
         c.fail([seq], `${event.type}: the signature does not verify over the JCS of the payload`)
         continue
