@@ -263,6 +263,18 @@ export class WitnessClient {
     )
   }
 
+  /** Moves a held call's expiry later (`wk.v1.held.extend`), as a witness the contract admits, bound to what it reads now. */
+  async extend(heldId: string, klass: string, extendTo: Date, reason?: string): Promise<{ status: number; disposition?: string; reason?: string; expires_at?: string; error?: ErrorReply["error"] }> {
+    const got = await this.get(heldId)
+    const h = got.held
+    if (got.status !== 200 || h === undefined) throw new Error(`cannot read held call ${heldId}: ${got.error?.message ?? got.status}`)
+    const now = Date.now()
+    return this.request(
+      Subjects.extend,
+      this.sign({ op: "extend", principal: this.principal, class: klass, held_id: heldId, generation: h.generation, call_digest: h.call_digest, contract_digest: h.contract_digest, extend_to: extendTo.toISOString(), ...(reason !== undefined ? { reason } : {}), issued_at: new Date(now).toISOString(), expires_at: new Date(now + 10 * 60_000).toISOString(), nonce: randomBytes(12).toString("hex") })
+    )
+  }
+
   /**
    * Edit on approve: proposes other arguments for the held call this witness may decide, bound
    * to its current generation and digests. The answer names the new generation and call digest;

@@ -1,7 +1,7 @@
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Either, Schema } from "effect"
 import { decodeWith } from "../protocol/Decode.js"
-import { AttestPayload, CancelPayload, EditPayload, ProposePayload } from "../schema/Requests.js"
+import { AttestPayload, CancelPayload, EditPayload, ExtendPayload, ProposePayload } from "../schema/Requests.js"
 import { HeldId } from "../schema/Ids.js"
 import { AttestBatchPayload } from "../schema/BatchAttestation.js"
 import { Subjects } from "../schema/Subjects.js"
@@ -130,6 +130,7 @@ export const gatewayRouter = staticPaths
       HttpRouter.get("/held/:held_id/events", heldEvents),
       HttpRouter.post("/held/:held_id/attestations", forwardSigned(Subjects.attest, AttestPayload, true)),
       HttpRouter.post("/held/:held_id/edits", forwardSigned(Subjects.edit, EditPayload, true)),
+      HttpRouter.post("/held/:held_id/extensions", forwardSigned(Subjects.extend, ExtendPayload, true)),
       HttpRouter.post("/attestations/batch", forwardSigned(Subjects.attestBatch, AttestBatchPayload, false)),
       HttpRouter.post("/held/:held_id/cancel", forwardSigned(Subjects.cancel, CancelPayload, true))
     )

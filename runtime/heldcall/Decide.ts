@@ -6,18 +6,19 @@ import type { DecideContext, Decision } from "./decide/Decision.js"
 import { decideAttach, decideReport, type Attach, type Report } from "./decide/Dependency.js"
 import { decideChangeEpoch, type ChangeEpoch } from "./decide/Epoch.js"
 import { decideEdit, type Edit } from "./decide/Edit.js"
+import { decideExtend, type Extend } from "./decide/Extend.js"
 import { decidePropose, decideProposeRefused, type Propose, type ProposeRefused } from "./decide/Propose.js"
 import { decideSettle, type Settle } from "./decide/Settle.js"
 
 export type { DecideContext, Decision } from "./decide/Decision.js"
-export type { Ack, Attach, Attest, Cancel, ChangeEpoch, Disconnect, Edit, Propose, ProposeRefused, Report, Settle }
+export type { Ack, Attach, Attest, Cancel, ChangeEpoch, Disconnect, Edit, Extend, Propose, ProposeRefused, Report, Settle }
 
 /**
  * Everything that asks to change one held call from outside its own drive: the protocol's signed
- * requests (propose and edit, attest, a witness's edit, settle, cancel, ack, attaching a nested call), and the
+ * requests (propose and edit, attest, a witness's edit or extension, settle, cancel, ack, attaching a nested call), and the
  * kernel's own (a nested call's end on its parent, a session gone, a policy change).
  */
-export type Command = Propose | ProposeRefused | Attach | Attest | Edit | Settle | Cancel | Disconnect | Ack | Report | ChangeEpoch
+export type Command = Propose | ProposeRefused | Attach | Attest | Edit | Extend | Settle | Cancel | Disconnect | Ack | Report | ChangeEpoch
 
 /**
  * `decide(command, facts, ctx) -> { reply, events }`: the decider beside `evolve` (Reducer) and
@@ -37,6 +38,8 @@ export const decide = (command: Command, facts: HeldCallFacts, ctx: DecideContex
       return decideAttest(facts, command, ctx)
     case "Edit":
       return decideEdit(facts, command, ctx)
+    case "Extend":
+      return decideExtend(facts, command, ctx)
     case "Settle":
       return decideSettle(facts, command, ctx)
     case "Cancel":

@@ -17,6 +17,8 @@ export const EventIds = {
   cancelled: (heldId: string) => `call.cancelled:${heldId}`,
   /** A signed attestation, by the digest of its payload. */
   edited: (heldId: string, editDigest: string) => `call.edited:${heldId}:${editDigest}`,
+  extended: (heldId: string, extendDigest: string) => `call.extended:${heldId}:${extendDigest}`,
+  reminded: (heldId: string, generation: number, expiresAt: string) => `witness.reminded:${heldId}:g${generation}:${expiresAt}`,
   attestationAccepted: (heldId: string, attestationDigest: string) => `attestation.accepted:${heldId}:${attestationDigest}`,
   attestationRejected: (heldId: string, attestationDigest: string) => `attestation.rejected:${heldId}:${attestationDigest}`,
   /** A signed settlement of an unknown outcome, by the digest of its payload. */

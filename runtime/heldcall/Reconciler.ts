@@ -48,6 +48,8 @@ export type Action =
   | { readonly kind: "deliver" }
   /** A nested held call ended: record its outcome on the parent and wake the parent. */
   | { readonly kind: "report" }
+  /** The call expires soon and its witnesses have not been reminded of this expiry: remind them. */
+  | { readonly kind: "remind" }
 
 export interface Plan {
   /** Local facts to append, in order (readiness, expiry, veto, fallback). */
@@ -187,8 +189,23 @@ const actionsFor = (f: HeldCallFacts, ctx: ReconcileContext): ReadonlyArray<Acti
   if (f.execution === "effect-recorded" && f.result_admission === "pending") actions.push({ kind: "admit" })
   if (f.outcome !== null && f.spec.parent_held_id !== undefined && f.parent_reported !== true) actions.push({ kind: "report" })
   if (f.outcome !== null && dueDelivery(f, ctx)) actions.push({ kind: "deliver" })
+  if (reminderDue(f, ctx)) actions.push({ kind: "remind" })
   return actions
 }
+
+/**
+ * When the witnesses of a held call are reminded of its expiry: a tenth of its hold before it
+ * (at least a second, at most ten minutes), once per expiry (an extension earns a new one).
+ */
+export const reminderAt = (f: HeldCallFacts): number => {
+  const expires = Date.parse(f.spec!.expires_at)
+  const hold = expires - Date.parse(f.spec!.created_at)
+  return expires - Math.min(600_000, Math.max(1_000, hold / 10))
+}
+
+const reminderDue = (f: HeldCallFacts, ctx: ReconcileContext): boolean =>
+  f.spec !== null && f.held && f.lifecycle === "open" && beforeDispatch(f) && f.verdict === "REQUIRE_WITNESS" && f.readiness !== "satisfied" &&
+  f.reminded_for !== f.spec.expires_at && ctx.now >= reminderAt(f) && ctx.now < Date.parse(f.spec.expires_at)
 
 /** A read-back that last reached no tool service is asked again from its `retry_at`. */
 const readbackDue = (f: HeldCallFacts, ctx: ReconcileContext): boolean =>
@@ -209,6 +226,7 @@ const requeueFor = (f: HeldCallFacts, ctx: ReconcileContext): number | null => {
     // An approval's expiry can change readiness.
     for (const e of countingApprovals(f, ctx)) times.push(Date.parse(e.expires_at))
     if (f.unreached !== undefined) times.push(Date.parse(f.unreached.retry_at))
+    if (f.held && f.verdict === "REQUIRE_WITNESS" && f.reminded_for !== f.spec.expires_at) times.push(reminderAt(f))
   }
   if ((f.execution === "leased" || f.execution === "dispatched") && f.lease_until !== null) times.push(Date.parse(f.lease_until) + 1)
   if (f.execution === "outcome-unknown" && !f.needs_witness && f.readback_unreached !== undefined) times.push(Date.parse(f.readback_unreached.retry_at))

@@ -91,6 +91,11 @@ const apply = (f: HeldCallFacts, e: HeldEvent): HeldCallFacts => {
         ...generationStart(f)
       }
     }
+    case "call.extended":
+      if (e.generation !== f.generation || f.spec === null || f.lifecycle !== "open") return f
+      return { ...f, spec: { ...f.spec, expires_at: e.expires_at } }
+    case "witness.reminded":
+      return { ...f, reminded_for: e.expires_at }
     case "call.represented":
       // The same proposal, presented as the next generation: verdict, contract and evidence start over.
       if (e.generation !== f.generation + 1 || f.spec === null || !beforeDispatch(f)) return f

@@ -20,6 +20,7 @@ import { adjudicate } from "./Adjudicate.js"
 import { admit } from "./Admit.js"
 import { deliver } from "./Deliver.js"
 import { report } from "./Report.js"
+import { remind } from "./Remind.js"
 import { progress, type ActionResult } from "./Actions.js"
 
 /** Where one drive left a held call: its facts, and when to look again (null: only on a new event). */
@@ -106,6 +107,8 @@ export const makeDriver = Effect.gen(function* () {
         return deliver(loaded)
       case "report":
         return report(loaded, drive)
+      case "remind":
+        return remind(loaded)
       default:
         return Effect.succeed(progress)
     }

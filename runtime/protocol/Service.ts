@@ -17,6 +17,7 @@ import { Subjects } from "../schema/Subjects.js"
 import { ack } from "./Ack.js"
 import { attest } from "./Attest.js"
 import { edit } from "./Edit.js"
+import { extend } from "./Extend.js"
 import { attestBatch } from "./AttestBatch.js"
 import { cancel } from "./Cancel.js"
 import { settle } from "./Settle.js"
@@ -70,6 +71,7 @@ export const serveProtocol = Effect.gen(function* () {
     [Subjects.get, get],
     [Subjects.attest, attest],
     [Subjects.edit, edit],
+    [Subjects.extend, extend],
     [Subjects.attestBatch, attestBatch],
     [Subjects.settle, settle],
     [Subjects.cancel, cancel],

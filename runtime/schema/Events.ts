@@ -81,6 +81,25 @@ export const CallEdited = Schema.Struct({
   envelope: Envelope
 })
 
+/** A witness moved the call's expiry later (`envelope`: its signed extension). */
+export const CallExtended = Schema.Struct({
+  ...Base,
+  type: Schema.Literal("call.extended"),
+  witness: Schema.String,
+  class: Schema.String,
+  expires_at: Schema.String,
+  from_expires_at: Schema.String,
+  reason: Schema.optional(Schema.String),
+  envelope: Envelope
+})
+
+/** The witnesses were reminded that the call expires at `expires_at` (once per expiry). */
+export const WitnessReminded = Schema.Struct({
+  ...Base,
+  type: Schema.Literal("witness.reminded"),
+  expires_at: Schema.String
+})
+
 export const CallHeld = Schema.Struct({
   ...Base,
   type: Schema.Literal("call.held"),
@@ -362,6 +381,8 @@ export const HeldEvent = Schema.Union(
   CallHeld,
   CallRepresented,
   CallEdited,
+  CallExtended,
+  WitnessReminded,
   CallDenied,
   AttestationAccepted,
   AttestationRejected,

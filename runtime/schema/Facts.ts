@@ -106,6 +106,8 @@ export const HeldCallFacts = Schema.Struct({
   active_rule: Schema.NullOr(WitnessRule),
   /** True once a 202 was answered: the end of the call is then delivered to the session. */
   held: Schema.Boolean,
+  /** The expiry the witnesses were last reminded of (a reminder goes out once per expiry). */
+  reminded_for: Schema.optional(Schema.String),
   evidence: Schema.Array(Evidence),
   readiness: Readiness,
   policy_epoch: Schema.Int,

@@ -95,6 +95,27 @@ export const EditPayload = Schema.Struct({
 export type EditPayload = typeof EditPayload.Type
 
 /**
+ * `wk.v1.held.extend`: a witness the contract admits moves a held call's expiry later, to
+ * `extend_to` (at most the policy's hold time from now), bound like an attestation to what it
+ * was shown. It approves nothing.
+ */
+export const ExtendPayload = Schema.Struct({
+  op: Schema.Literal("extend"),
+  principal: Principal,
+  class: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(100)),
+  held_id: HeldId,
+  generation: Schema.Int.pipe(Schema.positive()),
+  call_digest: Digest,
+  contract_digest: Digest,
+  extend_to: Timestamp,
+  reason: Schema.optional(Schema.String.pipe(Schema.maxLength(MaxAttestReasonLength))),
+  issued_at: Timestamp,
+  expires_at: Timestamp,
+  nonce: Schema.String.pipe(Schema.minLength(8), Schema.maxLength(128))
+})
+export type ExtendPayload = typeof ExtendPayload.Type
+
+/**
  * A read-back attestation (from a witness the contract or the tool's rule names) or an admin's
  * determination of whether the effect of a call whose outcome is unknown happened.
  */

@@ -10,6 +10,7 @@ export const Subjects = {
   get: "wk.v1.held.get",
   attest: "wk.v1.held.attest",
   edit: "wk.v1.held.edit",
+  extend: "wk.v1.held.extend",
   attestBatch: "wk.v1.held.attest_batch",
   settle: "wk.v1.held.settle",
   cancel: "wk.v1.held.cancel",

@@ -121,7 +121,7 @@ beforeAll(async () => {
     class: "verifier",
     checks: { "git-ancestry": gitAncestry({ app: repo }, 5_000), "sql-readback": sqlReadback({ orders: ReadOnly }, 5_000) },
     timeoutMs: 10_000
-  }).start()
+  })
 }, 60_000)
 
 afterAll(async () => {
@@ -136,7 +136,7 @@ describe("evidence the kernel verifies", () => {
   it("a deploy runs once: after the human, the git-ancestry verifier (commit on main) and CI's signed status for that commit", async () => {
     const heldId = await propose("deploy", { commit: onMain })
     expect((await carol.decide(heldId, "human")).disposition).toBe("accepted")
-    // The verifier heard the witness request and read the repository.
+    // The verifier reads the repository (run here by the test; the last test runs `wk verifier`, which hears the witness request itself).
     const verified = await runner.verify(heldId)
     expect(verified).toEqual([{ term: "merged", status: "attested", disposition: "accepted", read: { repo: "app", commit: onMain, ref: "main", commit_sha: onMain, ref_sha: onMain, is_ancestor: true } }])
     expect((await factsOf(heldId)).lifecycle).toBe("open")
@@ -194,7 +194,6 @@ describe("evidence the kernel verifies", () => {
   })
 
   it("wk verifier runs as its own process and attests on the witness request, with no call from the test", async () => {
-    runner.stop()
     const config = join(mkdtempSync(join(tmpdir(), "wk-verifier-")), "verifier.json")
     writeFileSync(config, JSON.stringify({ principal: "svc:verifier", git: { repos: { app: repo } } }))
     const child = spawn(process.execPath, [join(repoRoot, "runtime/cli/wk.mjs"), "verifier", "--config", config], { env: { ...process.env, NATS_URL: `nats://${nats.servers}` }, stdio: ["ignore", "pipe", "pipe"] })

@@ -44,8 +44,8 @@ describe("readiness: unsatisfied -> satisfied -> stale -> re-evaluated", () => {
     expect(plan.actions).toEqual([])
     expect(parked.readiness).toBe("unsatisfied")
     expect(mayDispatch(parked, ctxAt(1000))).toBe(false)
-    // it wakes itself at the call's expiry
-    expect(plan.requeueMs).toBe(3_600_000 - 1000)
+    // it wakes itself to remind the witnesses a tenth of the hold (6 minutes) before the expiry
+    expect(plan.requeueMs).toBe(3_600_000 - 360_000 - 1000)
   })
 
   it("when an independent human approves, then readiness becomes satisfied and execution is asked for", () => {

@@ -3,7 +3,8 @@ import { countingApprovals } from "../../heldcall/Counting.js"
 import { satisfies } from "../../heldcall/WitnessRuleEval.js"
 import type { Evidence, HeldCallFacts } from "../../schema/Facts.js"
 import { judgeAttestation } from "../../heldcall/decide/Attest.js"
-import { AttestPayload, EditPayload } from "../../schema/Requests.js"
+import { AttestPayload, EditPayload, ExtendPayload } from "../../schema/Requests.js"
+import { judgeExtend } from "../../heldcall/decide/Extend.js"
 import { judgeEdit } from "../../heldcall/decide/Edit.js"
 import { AttestBatchPayload, attestationOfBatch } from "../../schema/BatchAttestation.js"
 import { compileGuard } from "../internal/compileGuard.js"
@@ -11,6 +12,7 @@ import { collector, type HeldCheck } from "./Check.js"
 
 const isAttest = compileGuard(AttestPayload)
 const isEdit = compileGuard(EditPayload)
+const isExtend = compileGuard(ExtendPayload)
 const isBatch = compileGuard(AttestBatchPayload)
 
 /** Fields an accepted attestation event copies from the signed request. */
@@ -54,6 +56,22 @@ export const attestationBinding: HeldCheck = {
         }
         const refusals = inForce.map((x) => judgeEdit(before, e, event.envelope, registryOf(x.policy), Date.parse(event.at)))
         if (refusals.every((r) => r !== null)) c.fail([seq], `the kernel's own edit rule refuses this edit: ${String(refusals[0]!["reason"] ?? JSON.stringify(refusals[0]))}`)
+        continue
+      }
+      if (event.type === "call.extended" && fresh) {
+        c.count()
+        const e: unknown = event.envelope.payload
+        if (!isExtend(e)) {
+          c.fail([seq], "the signed extension is not an extend payload (protocol: Extend)")
+          continue
+        }
+        const inForce = ctx.policy.around(event.at)
+        if (inForce.length === 0) {
+          c.unsure([seq], `no policy record in force at ${event.at}: the extension's witness not verified`)
+          continue
+        }
+        const refusals = inForce.map((x) => judgeExtend(before, e, event.envelope, registryOf(x.policy), Date.parse(event.at), x.policy.heldTtlMs))
+        if (refusals.every((r) => r !== null)) c.fail([seq], `the kernel's own extension rule refuses this extension: ${String(refusals[0]!["reason"] ?? JSON.stringify(refusals[0]))}`)
         continue
       }
       if (event.type !== "attestation.accepted" || !fresh) continue

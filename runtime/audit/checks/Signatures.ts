@@ -15,6 +15,7 @@ const OpOf: Partial<Record<HeldEvent["type"], string>> = {
   "attestation.accepted": "attest",
   "attestation.rejected": "attest",
   "call.edited": "edit",
+  "call.extended": "extend",
   "call.cancelled": "cancel",
   "delivery.acknowledged": "ack"
 }
@@ -26,6 +27,8 @@ const differs = (field: string, mine: unknown, theirs: unknown): string | null =
 
 const mismatchOf = (heldId: string, e: HeldEvent, p: Envelope["payload"]): string | null => {
   switch (e.type) {
+    case "call.extended":
+      return differs("witness", e.witness, p["principal"]) ?? differs("class", e.class, p["class"]) ?? differs("held_id", heldId, p["held_id"]) ?? (Date.parse(e.expires_at) === Date.parse(String(p["extend_to"])) ? null : `expires_at ${e.expires_at} is not the signed extend_to ${JSON.stringify(p["extend_to"])}`)
     case "call.edited": {
       if (e.call_digest !== callDigest(e.tool, e.args)) return "call_digest is not sha256(JCS({tool, args})) of the event"
       if (canonicalize(e.args) !== canonicalize(p["args"] ?? null)) return "args are not the signed edit's args"

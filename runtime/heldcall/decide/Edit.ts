@@ -5,10 +5,9 @@ import type { EditPayload } from "../../schema/Requests.js"
 import { conflict, notFound, type Reply } from "../../schema/Reply.js"
 import { callDigest, jcsDigest } from "../../schema/Canonical.js"
 import { EventIds } from "../EventIds.js"
-import { beforeDispatch, canonicalCall } from "../Facts.js"
-import { admittedWitnesses } from "../Reconciler.js"
 import type { WitnessRegistry } from "../Counting.js"
-import { answer, atOf, SkewMs, type DecideContext, type Decision } from "./Decision.js"
+import { judgeWitnessBinding } from "./WitnessBinding.js"
+import { answer, atOf, type DecideContext, type Decision } from "./Decision.js"
 
 /** `wk.v1.held.edit`: a witness's changed arguments for the call it was shown. */
 export interface Edit {
@@ -16,9 +15,6 @@ export interface Edit {
   readonly payload: EditPayload
   readonly envelope: Envelope
 }
-
-const invalid = (reason: string): Reply => ({ status: 422, disposition: "invalid", reason })
-const stale = (reason: string): Reply => ({ status: 409, disposition: "stale", reason })
 
 /**
  * Edit on approve. A witness the contract admits (registered with the class it signs as,
@@ -60,21 +56,8 @@ export const decideEdit = (f: HeldCallFacts, { payload: p, envelope }: Edit, ctx
  * `decideEdit` applies, and the auditor applies again to every recorded edit.
  */
 export const judgeEdit = (f: HeldCallFacts, p: EditPayload, envelope: Envelope, registry: WitnessRegistry, now: number): Reply | null => {
-  const spec = f.spec
-  if (spec === null) return notFound(f.held_id)
-  if (f.lifecycle !== "open") return stale(`the call is ${f.lifecycle}`)
-  if (!beforeDispatch(f)) return stale("the call was already dispatched")
-  if (p.held_id !== f.held_id) return invalid(`bound to ${p.held_id}, not this call`)
-  if (p.generation !== f.generation) return stale(`bound to generation ${p.generation}; the current generation is ${f.generation}`)
-  if (p.call_digest !== canonicalCall(f)?.call_digest) return stale("bound to another call digest")
-  if (f.verdict !== "REQUIRE_WITNESS" || f.witness_contract === null) return stale("the call is not waiting for a witness")
-  if (p.contract_digest !== f.contract_digest) return invalid("contract mismatch: bound to another witness contract")
-  if (Date.parse(p.expires_at) <= now) return invalid(`edit expired at ${p.expires_at}`)
-  if (Date.parse(p.issued_at) > now + SkewMs) return invalid(`issued_at ${p.issued_at} is more than ${SkewMs / 1000} s in the future (the allowed clock skew)`)
-  if (p.principal === spec.principal || registry.keysOf(spec.principal).includes(envelope.key)) return invalid("witness is not independent of the proposer")
-  if (!registry.classesOf(p.principal).includes(p.class)) return invalid(`principal '${p.principal}' is not registered with class '${p.class}'`)
-  const admitted = admittedWitnesses(f.witness_contract)
-  if (!admitted.classes.includes(p.class) && !admitted.principals.includes(p.principal)) return invalid(`wrong class: the contract does not accept class '${p.class}' or principal '${p.principal}'`)
-  if (callDigest(spec.tool, p.args) === spec.call_digest) return conflict("same_call", "the edit proposes the arguments the call already has; approve it instead")
+  const refused = judgeWitnessBinding(f, p, envelope, registry, now, "edit")
+  if (refused !== null) return refused
+  if (callDigest(f.spec!.tool, p.args) === f.spec!.call_digest) return conflict("same_call", "the edit proposes the arguments the call already has; approve it instead")
   return null
 }
