@@ -21,6 +21,21 @@ export interface WitnessRegistry {
   readonly keysOf: (principal: string) => ReadonlyArray<string>
   /** Every registered principal: who could still attest. */
   readonly principals: () => ReadonlyArray<string>
+  /** The session namespace a principal acts in (`alice` for `alice.*` sessions), when the registry names one. */
+  readonly namespaceOf?: (principal: string) => string | undefined
+}
+
+/**
+ * Whether a witness acts for the proposer of a call through a session namespace: the witness
+ * is registered in the namespace of the call's session (`alice` for `alice.s1`) or in the
+ * proposer's own. A peer reviewer that is another principal with another key is still not
+ * independent when it runs in the proposer's namespace. Undefined when independent.
+ */
+export const sharedNamespace = (registry: WitnessRegistry, witness: string, proposer: string, sessionId: string): string | undefined => {
+  const ns = registry.namespaceOf?.(witness)
+  if (ns === undefined) return undefined
+  const session = sessionId.includes(".") ? sessionId.slice(0, sessionId.indexOf(".")) : undefined
+  return ns === session || ns === registry.namespaceOf?.(proposer) ? ns : undefined
 }
 
 /** The registry and the time the evidence is judged at. */

@@ -33,7 +33,9 @@ export const activePolicy = (epoch: number, profiles: ReadonlyArray<Profile>): A
   for (const p of profiles) {
     for (const [name, entry] of Object.entries(p.principals ?? {})) {
       const prev = principals.get(name)
-      principals.set(name, prev ? { keys: [...new Set([...prev.keys, ...entry.keys])], classes: [...new Set([...prev.classes, ...entry.classes])] } : entry)
+      // A namespace named anywhere binds the principal (one is enough to make it dependent).
+      const namespace = prev?.namespace ?? entry.namespace
+      principals.set(name, prev ? { keys: [...new Set([...prev.keys, ...entry.keys])], classes: [...new Set([...prev.classes, ...entry.classes])], ...(namespace !== undefined ? { namespace } : {}) } : entry)
     }
     for (const [name, tools] of Object.entries(p.grants ?? {})) {
       const set = grants.get(name) ?? new Set<string>()
@@ -132,7 +134,8 @@ export const classesOf = (policy: ActivePolicy, principal: string): ReadonlyArra
 export const registryOf = (policy: ActivePolicy): WitnessRegistry => ({
   classesOf: (p) => classesOf(policy, p),
   keysOf: (p) => policy.principals.get(p)?.keys ?? [],
-  principals: () => [...policy.principals.keys()]
+  principals: () => [...policy.principals.keys()],
+  namespaceOf: (p) => policy.principals.get(p)?.namespace
 })
 
 /** What a decider knows of `policy` at `now` (heldcall/Decide.ts). */

@@ -206,6 +206,8 @@ export const widens = (before: ReadonlyArray<Profile>, after: ReadonlyArray<Prof
     }
     for (const k of entry.keys) if (!had.keys.includes(k)) out.push({ field: `principals.${name}.keys`, message: `key ${k} is added` })
     for (const c of entry.classes) if (!had.classes.includes(c)) out.push({ field: `principals.${name}.classes`, message: `class '${c}' is added` })
+    // Without its namespace a principal that acted for another may witness its calls.
+    if (had.namespace !== undefined && entry.namespace !== had.namespace) out.push({ field: `principals.${name}.namespace`, message: `namespace '${had.namespace}' is ${entry.namespace === undefined ? "dropped" : `changed to '${entry.namespace}'`}` })
   }
   for (const admin of a.admins) if (!b.admins.has(admin)) out.push({ field: "admins", message: `admin '${admin}' is added` })
   for (const [tool, rule] of [...b.rules].sort(([x], [y]) => (x < y ? -1 : 1))) out.push(...ruleWidenings(tool, rule, a.rules.get(tool), { before: ruleContract(b, tool), after: ruleContract(a, tool) }))

@@ -42,7 +42,13 @@ const ProfilePin = PluginPin.pipe(
 /** A registered principal: its ed25519 public keys (base64) and witness classes. */
 export const PrincipalEntry = Schema.Struct({
   keys: Schema.Array(Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9+/]{43}=$/, { message: () => "expected a base64 ed25519 public key (32 bytes)" }))),
-  classes: Schema.Array(Schema.String.pipe(Schema.minLength(1)))
+  classes: Schema.Array(Schema.String.pipe(Schema.minLength(1))),
+  /**
+   * The session namespace the principal acts in (`alice`: its sessions are `alice.*`, as its
+   * confined NATS user). A witness in a call's session namespace, or in its proposer's, is not
+   * independent of the proposer, whatever its principal and key.
+   */
+  namespace: Schema.optional(Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_-]+$/, { message: () => "a session namespace is one token" })))
 })
 export type PrincipalEntry = typeof PrincipalEntry.Type
 

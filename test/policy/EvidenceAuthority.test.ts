@@ -44,4 +44,11 @@ describe("evidence terms under layers and joins", () => {
     const joined = joinContracts([{ rule: { class: "human" }, evidence: [merged] }, { rule: { class: "fraud" }, evidence: [ci, merged] }])
     expect(joined.evidence?.map((t) => t.name).sort()).toEqual(["ci", "merged"])
   })
+
+  it("dropping or changing a principal's session namespace is a widening (it could make a dependent reviewer independent)", () => {
+    const withNs: Profile = { ...org, principals: { ...org.principals, "agent:alice-reviewer": { keys: [key], classes: ["peer"], namespace: "alice" } } }
+    const dropped: Profile = { ...org, principals: { ...org.principals, "agent:alice-reviewer": { keys: [key], classes: ["peer"] } } }
+    expect(widens([withNs], [dropped]).map((w) => `${w.field}: ${w.message}`)).toEqual(["principals.agent:alice-reviewer.namespace: namespace 'alice' is dropped"])
+    expect(widens([dropped], [withNs])).toEqual([])
+  })
 })

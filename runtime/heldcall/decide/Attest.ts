@@ -5,7 +5,7 @@ import type { AttestPayload } from "../../schema/Requests.js"
 import { notFound, type Reply } from "../../schema/Reply.js"
 import { jcsDigest } from "../../schema/Canonical.js"
 import { routeAdmits } from "../../schema/WitnessContract.js"
-import { currentPresentationDigest, finalNoOf, type WitnessRegistry } from "../Counting.js"
+import { currentPresentationDigest, finalNoOf, sharedNamespace, type WitnessRegistry } from "../Counting.js"
 import { EventIds } from "../EventIds.js"
 import { beforeDispatch, canonicalCall } from "../Facts.js"
 import { admittedWitnesses } from "../Reconciler.js"
@@ -43,6 +43,8 @@ export const judgeAttestation = (f: HeldCallFacts, p: AttestPayload, env: Envelo
   if (Date.parse(p.issued_at) > now + SkewMs) return { disposition: "invalid", reason: `issued_at ${p.issued_at} is more than ${SkewMs / 1000} s in the future (the allowed clock skew)` }
   if (p.principal === spec.principal) return { disposition: "invalid", reason: "witness is not independent of the proposer: same principal" }
   if (registry.keysOf(spec.principal).includes(env.key)) return { disposition: "invalid", reason: "witness is not independent of the proposer: the proposer's key" }
+  const shared = sharedNamespace(registry, p.principal, spec.principal, spec.session_id)
+  if (shared !== undefined) return { disposition: "invalid", reason: `witness is not independent of the proposer: it acts in the proposer's session namespace '${shared}'` }
   const classes = registry.classesOf(p.principal)
   if (!classes.includes(p.class)) return { disposition: "invalid", reason: `principal '${p.principal}' is not registered with class '${p.class}'` }
   if (p.decision === "evidence") {

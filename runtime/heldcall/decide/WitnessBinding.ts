@@ -1,7 +1,7 @@
 import type { Envelope } from "../../schema/Envelope.js"
 import type { HeldCallFacts } from "../../schema/Facts.js"
 import { notFound, type Reply } from "../../schema/Reply.js"
-import type { WitnessRegistry } from "../Counting.js"
+import { sharedNamespace, type WitnessRegistry } from "../Counting.js"
 import { beforeDispatch, canonicalCall } from "../Facts.js"
 import { admittedWitnesses } from "../Reconciler.js"
 import { SkewMs } from "./Decision.js"
@@ -41,6 +41,8 @@ export const judgeWitnessBinding = (f: HeldCallFacts, p: WitnessBound, envelope:
   if (Date.parse(p.expires_at) <= now) return invalid(`${what} expired at ${p.expires_at}`)
   if (Date.parse(p.issued_at) > now + SkewMs) return invalid(`issued_at ${p.issued_at} is more than ${SkewMs / 1000} s in the future (the allowed clock skew)`)
   if (p.principal === spec.principal || registry.keysOf(spec.principal).includes(envelope.key)) return invalid("witness is not independent of the proposer")
+  const shared = sharedNamespace(registry, p.principal, spec.principal, spec.session_id)
+  if (shared !== undefined) return invalid(`witness is not independent of the proposer: it acts in the proposer's session namespace '${shared}'`)
   if (!registry.classesOf(p.principal).includes(p.class)) return invalid(`principal '${p.principal}' is not registered with class '${p.class}'`)
   const admitted = admittedWitnesses(f.witness_contract)
   if (!admitted.classes.includes(p.class) && !admitted.principals.includes(p.principal)) return invalid(`wrong class: the contract does not accept class '${p.class}' or principal '${p.principal}'`)
