@@ -19,7 +19,7 @@ export const serverUrl = (): string =>
   globalSelection.server ?? (process.env["NATS_URL"] || undefined) ?? activeContext()?.server ?? `nats://127.0.0.1:${process.env["WK_NATS_PORT"] ?? 4322}`
 
 /** The role user (nats.conf) a command connects as, unless the URL, WK_NATS_USER or the context names one. */
-export type Role = "kernel" | "provisioner" | "agent" | "witness" | "auditor" | "gateway" | "tool"
+export type Role = "kernel" | "provisioner" | "agent" | "witness" | "auditor" | "gateway" | "tool" | "route"
 
 /**
  * Connection options as `role`: the URL's user and password, else WK_NATS_USER/WK_NATS_PASS,

@@ -54,6 +54,17 @@ export const streamConfigs = (replicas = 1, retention: RetentionConfig = Default
     num_replicas: replicas
   },
   {
+    // Witness requests (and reminders) kept for witness routes' durable consumers, and the
+    // routes' delivery records: a request is work a route finishes, not a notification it may miss.
+    name: Streams.witness,
+    subjects: ["wk.v1.witness.>"],
+    storage: StorageType.File,
+    retention: RetentionPolicy.Limits,
+    max_age: nanos(7 * 24 * 3_600_000),
+    discard: DiscardPolicy.Old,
+    num_replicas: replicas
+  },
+  {
     name: Streams.sessions,
     subjects: ["wk.v1.sessions.>"],
     storage: StorageType.File,

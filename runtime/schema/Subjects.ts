@@ -26,6 +26,8 @@ export const Subjects = {
   toolInvoke: (tool: string) => `${toolSubjectPrefix(tool)}.invoke`,
   toolReadback: (tool: string) => `${toolSubjectPrefix(tool)}.readback`,
   witnessRequests: (heldId: string) => `wk.v1.witness.requests.${heldId}`,
+  /** A witness route's record of one delivery attempt of a held call's request. */
+  routeDelivery: (route: string, heldId: string) => `wk.v1.witness.deliveries.${route}.${heldId}`,
   wake: (heldId: string) => `wk.v1.wakes.${heldId}`,
   /**
    * A live agent keeps a subscription here; no subscriber means the session is gone
@@ -38,7 +40,8 @@ export const Subjects = {
 export const Streams = {
   events: "WK_EVENTS",
   sessions: "WK_SESSIONS",
-  wakes: "WK_WAKES"
+  wakes: "WK_WAKES",
+  witness: "WK_WITNESS"
 } as const
 
 export const Buckets = {

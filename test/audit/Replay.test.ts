@@ -12,7 +12,7 @@ import nacl from "tweetnacl"
 import { signEnvelope } from "../../runtime/schema/EnvelopeSignature.js"
 import { callDigest, jcsDigest } from "../../runtime/schema/Canonical.js"
 import { Effect } from "effect"
-import { spawnSync } from "node:child_process"
+import { execFile } from "node:child_process"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { Either } from "effect"
@@ -25,9 +25,16 @@ import { Roles } from "../support/TestNats.js"
 
 const forger = nacl.sign.keyPair()
 
-/** Runs `wk ...` as its own process. */
-const wk = (args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
-  spawnSync(process.execPath, ["--import", "tsx", join(repoRoot, "runtime/cli/main.ts"), ...args], { cwd: repoRoot, env: { ...process.env, NATS_URL: "", ...env }, encoding: "utf8", timeout: 60_000 })
+/**
+ * Runs `wk ...` as its own process, without blocking this worker (a blocked worker cannot answer
+ * vitest's runner, which gives up after a minute).
+ */
+const wk = (args: ReadonlyArray<string>, env: Record<string, string> = {}): Promise<{ status: number | null; stdout: string; stderr: string }> =>
+  new Promise((resolve) => {
+    execFile(process.execPath, ["--import", "tsx", join(repoRoot, "runtime/cli/main.ts"), ...args], { cwd: repoRoot, env: { ...process.env, NATS_URL: "", ...env }, encoding: "utf8", timeout: 60_000 }, (error, stdout, stderr) =>
+      resolve({ status: error === null ? 0 : typeof error.code === "number" ? error.code : null, stdout, stderr })
+    )
+  })
 
 // Real histories through an in-process kernel, replayed with the auditor's credentials; then
 // copies of the stream with one thing changed, each caught by the check that owns it.
@@ -476,62 +483,62 @@ describe("a signed export is evidence against the trust root", () => {
 describe("the wk audit CLI", () => {
   it("replay prints a summary and exits 0 on the real log, 1 on a tampered copy; --json is the machine report", async () => {
     const server = `nats://${nats.servers}`
-    const ok = wk(["audit", "replay", "--server", server, "--quiet"])
+    const ok = await wk(["audit", "replay", "--server", server, "--quiet"])
     expect(ok.stdout).toContain("OK: no violations")
     expect(ok.stdout).toMatch(/ok {3}effect-safety/)
     expect(ok.status).toBe(0)
-    const json = wk(["audit", "replay", "--held", ids["approved"]!, "--json", "--quiet"], { NATS_URL: server })
+    const json = await wk(["audit", "replay", "--held", ids["approved"]!, "--json", "--quiet"], { NATS_URL: server })
     expect(json.status).toBe(0)
     expect(JSON.parse(json.stdout)).toMatchObject({ ok: true, held_calls: 1, selection: { held: ids["approved"] } })
     const original = await readAll(kernelConn)
     const stream = await copyStream(kernelConn, original, (ms) => ms.filter((m) => !(m.subject === `wk.v1.events.${ids["approved"]}` && m.body["type"] === "attestation.accepted")))
-    const bad = wk(["audit", "replay", "--server", server, "--user", "kernel", "--pass", "kernel-dev", "--stream", stream, "--no-projection", "--quiet"])
+    const bad = await wk(["audit", "replay", "--server", server, "--user", "kernel", "--pass", "kernel-dev", "--stream", stream, "--no-projection", "--quiet"])
     expect(bad.stdout).toContain("FAIL effect-safety")
     expect(bad.status).toBe(1)
   })
 
-  it("an unknown --held is an error naming it, not an OK", () => {
-    const r = wk(["audit", "replay", "--server", `nats://${nats.servers}`, "--held", "h_0000000000000000000000000000dead", "--quiet"])
+  it("an unknown --held is an error naming it, not an OK", async () => {
+    const r = await wk(["audit", "replay", "--server", `nats://${nats.servers}`, "--held", "h_0000000000000000000000000000dead", "--quiet"])
     expect(r.stderr).toContain("no such held call: h_0000000000000000000000000000dead")
     expect(r.stdout).not.toContain("OK")
     expect(r.status).not.toBe(0)
   })
 
-  it("--trust anchors the replay; without it the summary and stderr say UNANCHORED, and --strict fails", () => {
+  it("--trust anchors the replay; without it the summary and stderr say UNANCHORED, and --strict fails", async () => {
     const server = `nats://${nats.servers}`
     const file = join(nats.storeDir, "trust.json")
     writeFileSync(file, JSON.stringify(trustRootFor([profile])))
-    const anchored = wk(["audit", "replay", "--server", server, "--trust", file, "--no-projection", "--quiet"])
+    const anchored = await wk(["audit", "replay", "--server", server, "--trust", file, "--no-projection", "--quiet"])
     expect(anchored.stdout).toContain("anchored by: trust root: 2 admin(s)")
     expect(anchored.stderr).not.toContain("UNANCHORED")
     expect(anchored.status).toBe(0)
-    const strict = wk(["audit", "replay", "--server", server, "--strict", "--no-projection", "--quiet"])
+    const strict = await wk(["audit", "replay", "--server", server, "--strict", "--no-projection", "--quiet"])
     expect(strict.stdout).toContain("OK: no violations")
     expect(strict.stderr).toContain("wk audit: UNANCHORED: no trust root given")
     expect(strict.status).toBe(1)
     writeFileSync(file, JSON.stringify({ format: "wk.trust/1" }))
-    const bad = wk(["audit", "replay", "--server", server, "--trust", file, "--quiet"])
+    const bad = await wk(["audit", "replay", "--server", server, "--trust", file, "--quiet"])
     expect(bad.stderr).toContain(`read ${file}`)
     expect(bad.status).not.toBe(0)
   })
 
-  it("export writes a document that verify accepts; signed with a kernel key (wk audit key), it verifies against a trust root naming that key", () => {
+  it("export writes a document that verify accepts; signed with a kernel key (wk audit key), it verifies against a trust root naming that key", async () => {
     const file = join(nats.storeDir, "export.json")
-    const ex = wk(["audit", "export", "--server", `nats://${nats.servers}`, "--held", ids["vetoed"]!, "--out", file])
+    const ex = await wk(["audit", "export", "--server", `nats://${nats.servers}`, "--held", ids["vetoed"]!, "--out", file])
     expect(ex.status).toBe(0)
-    const v = wk(["audit", "verify", "--file", file])
+    const v = await wk(["audit", "verify", "--file", file])
     expect(v.stdout).toContain("UNANCHORED")
     expect(v.stdout).toContain("OK: the export verifies")
     expect(v.status).toBe(0)
     const keyFile = join(nats.storeDir, "kernel.key.json")
-    const key = wk(["audit", "key", "--out", keyFile])
+    const key = await wk(["audit", "key", "--out", keyFile])
     expect(key.status).toBe(0)
     const trustFile = join(nats.storeDir, "trust-with-key.json")
     writeFileSync(trustFile, JSON.stringify({ ...trustRootFor([profile]), kernel_keys: [key.stdout.trim()] }))
-    expect(wk(["audit", "verify", "--file", file, "--trust", trustFile]).status).toBe(1)
+    expect((await wk(["audit", "verify", "--file", file, "--trust", trustFile])).status).toBe(1)
     const signed = join(nats.storeDir, "export-signed.json")
-    expect(wk(["audit", "export", "--server", `nats://${nats.servers}`, "--held", ids["vetoed"]!, "--out", signed, "--sign-with", keyFile]).status).toBe(0)
-    const anchored = wk(["audit", "verify", "--file", signed, "--trust", trustFile])
+    expect((await wk(["audit", "export", "--server", `nats://${nats.servers}`, "--held", ids["vetoed"]!, "--out", signed, "--sign-with", keyFile])).status).toBe(0)
+    const anchored = await wk(["audit", "verify", "--file", signed, "--trust", trustFile])
     expect(anchored.stdout).not.toContain("UNANCHORED")
     expect(anchored.status).toBe(0)
   })
