@@ -9,8 +9,29 @@ import type { JsonObject, JsonValue } from "../schema/Json.js"
 import type { WitnessRequest } from "../schema/Events.js"
 import { presentationDigest } from "../schema/Canonical.js"
 import { Subjects, Streams, inboxOptionOf } from "../schema/Subjects.js"
+import type { StandingScope, StandingUse } from "../schema/StandingGrant.js"
 
 /** A propose reply, by outcome (protocol.md). */
+
+/** A standing approval as the kernel shows it (protocol: `wk.v1.standing.list`). */
+export interface StandingView {
+  readonly grant_id: string
+  readonly grant_digest: string
+  readonly principal: string
+  readonly class: string
+  readonly scope: StandingScope
+  readonly max_uses: number
+  readonly uses: ReadonlyArray<StandingUse>
+  readonly not_before?: string
+  readonly expires_at: string
+  readonly reason?: string
+  readonly revoked_at?: string
+  readonly revoked_by?: string
+}
+
+/** The answer to a grant or a revocation: the grant as it stands, or why not. */
+export type StandingReply = { readonly status: number; readonly disposition?: string; readonly reason?: string; readonly error?: { readonly code: string; readonly message: string } } & Partial<StandingView>
+
 export type ProposeReply =
   | { status: 200; outcome: "completed" | "tool_failed"; held_id: string; call_digest: string; executed: { tool: string; call_digest: string }; admission: "admitted" | "quarantined"; result: unknown; ok: boolean; error?: string; quarantine?: { by: string; reason: string } }
   | { status: 403; outcome: "denied"; held_id: string; reasons: Array<{ by: string; reason: string }> }
@@ -273,6 +294,40 @@ export class WitnessClient {
       Subjects.extend,
       this.sign({ op: "extend", principal: this.principal, class: klass, held_id: heldId, generation: h.generation, call_digest: h.call_digest, contract_digest: h.contract_digest, extend_to: extendTo.toISOString(), ...(reason !== undefined ? { reason } : {}), issued_at: new Date(now).toISOString(), expires_at: new Date(now + 10 * 60_000).toISOString(), nonce: randomBytes(12).toString("hex") })
     )
+  }
+
+  /**
+   * Grants a standing approval (`wk.v1.standing.grant`): this witness approves, in advance and
+   * under `klass`, every call inside `scope` that is held before `expiresAt`, at most `maxUses`
+   * of them. The answer names the grant and its uses so far.
+   */
+  grantStanding(grant: { readonly grantId: string; readonly class: string; readonly scope: StandingScope; readonly maxUses: number; readonly expiresAt: Date; readonly notBefore?: Date; readonly reason?: string }): Promise<StandingReply> {
+    return this.request(
+      Subjects.standingGrant,
+      this.sign({
+        op: "standing.grant",
+        principal: this.principal,
+        class: grant.class,
+        grant_id: grant.grantId,
+        scope: grant.scope as unknown as JsonObject,
+        max_uses: grant.maxUses,
+        ...(grant.notBefore !== undefined ? { not_before: grant.notBefore.toISOString() } : {}),
+        issued_at: new Date().toISOString(),
+        expires_at: grant.expiresAt.toISOString(),
+        ...(grant.reason !== undefined ? { reason: grant.reason } : {}),
+        nonce: randomBytes(12).toString("hex")
+      })
+    )
+  }
+
+  /** Ends a standing approval this principal granted (or any, as an admin): `wk.v1.standing.revoke`. */
+  revokeStanding(grantId: string, reason?: string): Promise<StandingReply> {
+    return this.request(Subjects.standingRevoke, this.sign({ op: "standing.revoke", principal: this.principal, grant_id: grantId, ...(reason !== undefined ? { reason } : {}), issued_at: new Date().toISOString(), nonce: randomBytes(12).toString("hex") }))
+  }
+
+  /** The standing approvals this principal gave or is covered by (all of them for an admin): `wk.v1.standing.list`, a signed read. */
+  standing(): Promise<{ status: number; principal?: string; grants?: ReadonlyArray<StandingView>; error?: ErrorReply["error"] }> {
+    return this.request(Subjects.standingList, { reader: this.sign({ op: "read", principal: this.principal, issued_at: new Date().toISOString(), nonce: randomBytes(12).toString("hex") }) })
   }
 
   /**

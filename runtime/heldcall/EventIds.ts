@@ -19,6 +19,8 @@ export const EventIds = {
   edited: (heldId: string, editDigest: string) => `call.edited:${heldId}:${editDigest}`,
   extended: (heldId: string, extendDigest: string) => `call.extended:${heldId}:${extendDigest}`,
   reminded: (heldId: string, generation: number, expiresAt: string) => `witness.reminded:${heldId}:g${generation}:${expiresAt}`,
+  /** A standing approval applied to a generation under a contract (one per grant, generation and contract). */
+  standingApplied: (heldId: string, generation: number, grantId: string, contractDigest: string) => `standing.applied:${heldId}:g${generation}:${grantId}:${contractDigest}`,
   attestationAccepted: (heldId: string, attestationDigest: string) => `attestation.accepted:${heldId}:${attestationDigest}`,
   attestationRejected: (heldId: string, attestationDigest: string) => `attestation.rejected:${heldId}:${attestationDigest}`,
   /** A signed settlement of an unknown outcome, by the digest of its payload. */

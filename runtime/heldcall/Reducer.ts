@@ -127,6 +127,22 @@ const apply = (f: HeldCallFacts, e: HeldEvent): HeldCallFacts => {
         ...(e.evidence !== undefined ? { record: e.evidence } : {}),
         ...(e.reason !== undefined ? { reason: e.reason } : {})
       })
+    case "standing.applied":
+      return withEvidence(f, {
+        witness: e.witness,
+        class: e.class,
+        decision: "approve",
+        status: "valid",
+        generation: e.generation,
+        call_digest: e.call_digest,
+        contract_digest: e.contract_digest,
+        attestation_digest: e.grant_digest,
+        issued_at: e.issued_at,
+        expires_at: e.expires_at,
+        nonce: `standing:${e.grant_id}`,
+        key: e.envelope.key,
+        standing: e.grant_id
+      })
     case "attestation.rejected": {
       const payload = e.envelope.payload
       return withEvidence(f, {

@@ -142,7 +142,7 @@ export const heldView = (role: Role, f: HeldCallFacts, progress?: RuleProgress) 
     ...(f.dependencies !== undefined ? { dependencies: f.dependencies } : {}),
     evidence: f.evidence
       .filter((e) => e.generation === f.generation)
-      .map((e) => ({ witness: e.witness, class: e.class, decision: e.decision, status: e.status, ...(e.reason ? { reason: e.reason } : {}), issued_at: e.issued_at, expires_at: e.expires_at })),
+      .map((e) => ({ witness: e.witness, class: e.class, decision: e.decision, status: e.status, ...(e.reason ? { reason: e.reason } : {}), ...(e.standing !== undefined ? { standing: e.standing } : {}), issued_at: e.issued_at, expires_at: e.expires_at })),
     ...resultFor(role, f, redacted),
     // Whether the tool reported success: "completed" says the effect ran, not that it did what was asked.
     ...(f.effect !== null ? { tool_ok: f.effect.ok } : {}),

@@ -6,15 +6,16 @@ import { Outbox, layerNatsOutbox } from "./Outbox.js"
 import { PresenceMarks, layerNatsPresenceMarks } from "./PresenceMarks.js"
 import { ReevaluationProgressStore, layerNatsReevaluationProgressStore } from "./ReevaluationProgressStore.js"
 import { ToolClient, layerNatsToolClient } from "./ToolClient.js"
+import { StandingGrants, layerNatsStandingGrants } from "./StandingGrants.js"
 import { WakeQueue, Wakes, layerNatsWakeQueue, layerNatsWakes } from "./Wakes.js"
 
 /**
  * The ports through which the write path (loops/, executor/) reaches the durable ledger and the
  * bus: the held-call store, wakes, leases, the open index, presence marks, the outbox, the
- * tool client and the re-evaluation progress records. Two implementations provide them all:
+ * tool client, the re-evaluation progress records and the standing approvals. Two implementations provide them all:
  * NATS (`layerNatsLedger`) and memory (ledger/memory/MemoryLedger.ts).
  */
-export type LedgerPorts = HeldCallStore | Wakes | WakeQueue | Leases | OpenIndex | PresenceMarks | Outbox | ToolClient | ReevaluationProgressStore
+export type LedgerPorts = HeldCallStore | Wakes | WakeQueue | Leases | OpenIndex | PresenceMarks | Outbox | ToolClient | ReevaluationProgressStore | StandingGrants
 
 /** Every port over one NATS connection (streams and buckets provisioned beforehand). */
 export const layerNatsLedger = Layer.mergeAll(
@@ -26,5 +27,6 @@ export const layerNatsLedger = Layer.mergeAll(
   layerNatsPresenceMarks,
   layerNatsOutbox,
   layerNatsToolClient,
-  layerNatsReevaluationProgressStore
+  layerNatsReevaluationProgressStore,
+  layerNatsStandingGrants
 )

@@ -25,6 +25,7 @@ import { get } from "./Get.js"
 import { policyApply } from "./PolicyApply.js"
 import { propose } from "./Propose.js"
 import { grants } from "./Grants.js"
+import { standingGrant, standingList, standingRevoke } from "./Standing.js"
 import { unavailable, type Reply } from "./Replies.js"
 import type { Rejected } from "./Request.js"
 import { serveRequests } from "./internal/serveRequests.js"
@@ -77,7 +78,10 @@ export const serveProtocol = Effect.gen(function* () {
     [Subjects.cancel, cancel],
     [Subjects.ack, ack],
     [Subjects.policyApply, policyApply],
-    [Subjects.grants, grants]
+    [Subjects.grants, grants],
+    [Subjects.standingGrant, standingGrant],
+    [Subjects.standingRevoke, standingRevoke],
+    [Subjects.standingList, standingList]
   ]
   const subs: Array<Subscription> = routes.map(([subject, handler]) =>
     serveRequests(

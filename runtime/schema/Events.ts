@@ -93,6 +93,26 @@ export const CallExtended = Schema.Struct({
   envelope: Envelope
 })
 
+/**
+ * A witness's standing approval (StandingGrant.ts) applied to this generation: counts as that
+ * witness's approval under `class` until the grant expires. `use` is its place in the grant's
+ * uses; `envelope` is the signed grant.
+ */
+export const StandingApplied = Schema.Struct({
+  ...Base,
+  type: Schema.Literal("standing.applied"),
+  witness: Schema.String,
+  class: Schema.String,
+  grant_id: Schema.String,
+  grant_digest: Schema.String,
+  use: Schema.Int,
+  call_digest: Schema.String,
+  contract_digest: Schema.String,
+  issued_at: Schema.String,
+  expires_at: Schema.String,
+  envelope: Envelope
+})
+
 /** The witnesses were reminded that the call expires at `expires_at` (once per expiry). */
 export const WitnessReminded = Schema.Struct({
   ...Base,
@@ -386,6 +406,7 @@ export const HeldEvent = Schema.Union(
   CallDenied,
   AttestationAccepted,
   AttestationRejected,
+  StandingApplied,
   PolicyEpochChanged,
   ReadinessChanged,
   WitnessFallbackApplied,

@@ -50,7 +50,9 @@ export const Evidence = Schema.Struct({
   attestation_digest: Schema.String,
   issued_at: Schema.String,
   expires_at: Schema.String,
-  nonce: Schema.String
+  nonce: Schema.String,
+  /** The standing approval this evidence came from (StandingGrant.ts), when it is one. */
+  standing: Schema.optional(Schema.String)
 })
 export type Evidence = typeof Evidence.Type
 

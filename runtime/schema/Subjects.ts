@@ -20,6 +20,10 @@ export const Subjects = {
   health: "wk.v1.health",
   /** The tools the signed reader is granted under the policy in force (what an agent may offer its model). */
   grants: "wk.v1.grants.get",
+  /** Standing approvals: a witness grants or revokes one (signed); a signed reader lists those it gave or is covered by. */
+  standingGrant: "wk.v1.standing.grant",
+  standingRevoke: "wk.v1.standing.revoke",
+  standingList: "wk.v1.standing.list",
   events: (heldId: string) => `wk.v1.events.${heldId}`,
   policyEvents: "wk.v1.events._policy",
   sessionResults: (sessionId: string) => `wk.v1.sessions.${sessionId}.results`,

@@ -7,6 +7,7 @@ import { layerMemoryPresenceMarks } from "./MemoryPresenceMarks.js"
 import { layerMemoryToolClient } from "./MemoryToolClient.js"
 import { layerMemoryWakes } from "./MemoryWakes.js"
 import { layerMemoryReevaluationProgressStore } from "./MemoryReevaluationProgressStore.js"
+import { layerMemoryStandingGrants } from "./MemoryStandingGrants.js"
 
 /**
  * Every ledger port (ledger/LedgerPorts.ts) in memory, for tests of the loops with `it.effect`
@@ -21,5 +22,6 @@ export const layerMemoryLedger = Layer.mergeAll(
   layerMemoryPresenceMarks,
   layerMemoryOutbox,
   layerMemoryToolClient,
-  layerMemoryReevaluationProgressStore
+  layerMemoryReevaluationProgressStore,
+  layerMemoryStandingGrants
 )
