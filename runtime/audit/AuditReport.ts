@@ -14,6 +14,7 @@ export const CheckName = Schema.Literal(
   "effect-safety",
   "consistency",
   "policy-authority",
+  "standing",
   "delivery",
   "projection",
   "plugin-pins",

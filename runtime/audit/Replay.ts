@@ -1,3 +1,4 @@
+import { standingSubjectOf } from "../schema/StandingGrant.js"
 import { Effect, Either, Layer, Schema } from "effect"
 import { layerNats, Nats, type NatsOptions } from "../ledger/Nats.js"
 import { parseCommit } from "./internal/fastDecode.js"
@@ -18,7 +19,7 @@ import { CheckpointSubject } from "../schema/Checkpoint.js"
 import { KeyRotationSubject } from "../schema/KeyRotation.js"
 import { kernelKeysOf } from "./KernelKeys.js"
 import { checkpointsCheck, type HistoryMessage } from "./checks/Checkpoints.js"
-import { commitChain, compareProjection, rerunPlugins, type ChainLink, type CheckContext } from "./checks/index.js"
+import { appliedUsesOf, commitChain, compareProjection, rerunPlugins, standingCheck, type AppliedUse, type ChainLink, type CheckContext, type GrantMessage } from "./checks/index.js"
 import { readDeliveries } from "./Deliveries.js"
 import { readArchives } from "./Archives.js"
 import { PluginBucket } from "../ledger/PluginStore.js"
@@ -65,6 +66,7 @@ export interface ReplayOptions {
   readonly onProgress?: (p: ReadProgress & { readonly phase: string }) => void
 }
 
+const StandingPrefix = standingSubjectOf("")
 const decodePolicy = Schema.decodeUnknownEither(Schema.parseJson(PolicyApplied))
 const decodeFacts = Schema.decodeUnknownEither(HeldCallFacts)
 const text = new TextDecoder()
@@ -283,12 +285,22 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
     }
     const tallied = auditTally({ keepSteps: options.rerunPlugins !== false && hasPluginDecision })
     let heldCalls = 0
+    const applied: Array<AppliedUse> = []
     for (const a of audited) {
       if (a.stream.length > 0) streamViolations.push(...a.stream)
       if (a.call === undefined) continue
       heldCalls++
+      applied.push(...appliedUsesOf(a.call.call))
       tallied.add(a.call)
     }
+    // Standing approvals: every grant in a whole-stream read, else those the selected calls used.
+    const grantMessages = new Map<string, Array<GrantMessage>>()
+    if (wholeStreamSelected(selection)) {
+      for (const m of recordMsgs) if (m.name.startsWith(StandingPrefix)) grantMessages.set(m.name.slice(StandingPrefix.length), [...(grantMessages.get(m.name.slice(StandingPrefix.length)) ?? []), m])
+    } else {
+      for (const id of new Set(applied.map((a) => a.event.grant_id))) grantMessages.set(id, [...(yield* readSubject(stream, `${layout.prefix}${standingSubjectOf(id)}`))])
+    }
+    const standing = standingCheck(grantMessages, applied, policy, wholeStreamSelected(selection))
     const traced = tallied.traced
     const checks = tallied.results(ctx)
     const held = checks.map((c) => (c.name === "delivery" && deliveries._tag === "skipped" ? { ...c, note: deliveries.note } : c))
@@ -359,6 +371,7 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
         note: `store times within ${Math.round(storeSkewMs / 1000)} s of their events' time (archived commits carry none)`
       },
       ...held,
+      standing,
       projectionCheck,
       pinCheck,
       pluginCheck

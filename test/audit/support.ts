@@ -25,7 +25,7 @@ export interface CopiedMessage {
 }
 
 const HeldPrefix = "wk.v1.events."
-const isRecord = (subject: string) => subject.endsWith("._policy") || subject.endsWith("._archive")
+const isRecord = (subject: string) => subject.endsWith("._policy") || subject.endsWith("._archive") || subject.includes("._standing.")
 
 /**
  * Every event of a stream in order, each at its address (seq, index), and every record (index 0),

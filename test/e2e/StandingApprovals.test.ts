@@ -8,7 +8,8 @@ import { startTestNats, type TestNats } from "../support/TestNats.js"
 import { clientFor, connectAs, testProfile } from "../support/Principals.js"
 import { startKernel, type InProcessKernel } from "../support/InProcessKernel.js"
 import { eventually } from "../support/Stream.js"
-import { failedChecks, replayAs } from "../audit/support.js"
+import { checkOf, copyStream, failedChecks, readAll, replayAs, type CopiedMessage } from "../audit/support.js"
+import { signEnvelope } from "../../runtime/schema/EnvelopeSignature.js"
 
 // Standing approvals: a witness signs a bounded grant in advance; the kernel applies it to
 // matching calls when they are held, as that witness's approval, at most max_uses times
@@ -153,5 +154,53 @@ describe("standing approvals", () => {
   it("the auditor re-derives every use: the replay is clean", async () => {
     const report = await replayAs(nats.servers, "auditor")
     expect(failedChecks(report)).toEqual([])
+  })
+})
+
+describe("a forged standing history fails the audit (rebuilt with the kernel's credentials)", () => {
+  let original: Array<CopiedMessage>
+  let kernelConn: NatsConnection
+  const grantSubject = (id: string) => `wk.v1.events._standing.${id}`
+  const replayCopy = async (edit: (ms: Array<CopiedMessage>) => Array<CopiedMessage>) =>
+    replayAs(nats.servers, "kernel", { stream: await copyStream(kernelConn, original, edit), factsBucket: null, sessionsStream: null })
+  const lastRecord = (ms: Array<CopiedMessage>, id: string) => ms.filter((m) => m.subject === grantSubject(id)).at(-1)!
+
+  beforeAll(async () => {
+    kernelConn = await connectAs(nats.servers, "kernel")
+    conns.push(kernelConn)
+    original = await readAll(kernelConn)
+  })
+
+  it("an unmodified copy passes, standing included", async () => {
+    const r = await replayCopy((ms) => ms)
+    expect(failedChecks(r)).toEqual([])
+    expect(checkOf(r, "standing").checked).toBeGreaterThan(0)
+  })
+
+  it("a fourth use added to a three-use grant -> standing", async () => {
+    const r = await replayCopy((ms) => {
+      const last = lastRecord(ms, "three-to-shop")
+      const uses = last.body["uses"] as Array<Record<string, unknown>>
+      return [...ms, { subject: last.subject, body: { ...last.body, uses: [...uses, { ...uses[0]!, held_id: "h_forged" }] } }]
+    })
+    expect(failedChecks(r)).toContain("standing")
+    expect(checkOf(r, "standing").violations.map((v) => v.message).join("\n")).toContain("4 uses of a grant of 3")
+  })
+
+  it("a grant's records removed while calls still name it -> standing", async () => {
+    const r = await replayCopy((ms) => ms.filter((m) => m.subject !== grantSubject("alice-to-bob")))
+    expect(checkOf(r, "standing").violations.some((v) => v.message.includes("alice-to-bob"))).toBe(true)
+  })
+
+  it("a grant re-signed by another key in the witness's name -> standing", async () => {
+    const forged = signEnvelope({ op: "standing.grant", principal: "user:carol", class: "human", grant_id: "forged-grant", scope: { principals: ["agent:alice"], tool: "money_transfer" }, max_uses: 100, issued_at: new Date().toISOString(), expires_at: hours(1).toISOString(), nonce: "forged-nonce-1" }, devKeyPair("agent:mallory").secretKey)
+    const r = await replayCopy((ms) => [...ms, { subject: grantSubject("forged-grant"), body: { type: "standing.granted", grant_id: "forged-grant", grant_digest: "x", grant: forged, uses: [], at: new Date().toISOString() } }])
+    const messages = checkOf(r, "standing").violations.filter((v) => v.held_id === "_standing.forged-grant").map((v) => v.message)
+    expect(messages.some((m) => m.includes("not registered to user:carol"))).toBe(true)
+  })
+
+  it("a call's standing approval moved to another grant's use -> standing", async () => {
+    const r = await replayCopy((ms) => ms.map((m) => (m.body["type"] === "standing.applied" && m.body["grant_id"] === "three-to-shop" && m.body["use"] === 1 ? { ...m, body: { ...m.body, use: 2 } } : m)))
+    expect(checkOf(r, "standing").violations.some((v) => v.message.includes("use 2 of grant three-to-shop is not this call's"))).toBe(true)
   })
 })

@@ -16,6 +16,7 @@ const OpOf: Partial<Record<HeldEvent["type"], string>> = {
   "attestation.rejected": "attest",
   "call.edited": "edit",
   "call.extended": "extend",
+  "standing.applied": "standing.grant",
   "call.cancelled": "cancel",
   "delivery.acknowledged": "ack"
 }
@@ -57,6 +58,9 @@ const mismatchOf = (heldId: string, e: HeldEvent, p: Envelope["payload"]): strin
       if (e.attestation_digest !== jcsDigest(signed)) return "attestation_digest is not the digest of the signed attestation"
       return differs("held_id", heldId, signed["held_id"]) ?? differs("witness", e.witness, signed["principal"]) ?? differs("class", e.class, signed["class"])
     }
+    case "standing.applied":
+      if (e.grant_digest !== jcsDigest(p)) return "grant_digest is not the digest of the signed grant"
+      return differs("witness", e.witness, p["principal"]) ?? differs("class", e.class, p["class"]) ?? differs("grant_id", e.grant_id, p["grant_id"]) ?? differs("expires_at", e.expires_at, p["expires_at"])
     case "call.cancelled":
       return differs("held_id", heldId, p["held_id"]) ?? differs("by", e.by, p["principal"])
     case "delivery.acknowledged":

@@ -19,6 +19,7 @@ export { transformOutput } from "./TransformOutput.js"
 export { commitChain, type ChainLink, type ChainFinding } from "./CommitChain.js"
 export { compareProjection, type ProjectionComparison } from "./Projection.js"
 export { rerunPlugins } from "./PluginRerun.js"
+export { appliedUsesOf, standingCheck, type AppliedUse, type GrantMessage } from "./StandingUses.js"
 
 /** Every pure held-call check. */
 export const heldChecks: ReadonlyArray<HeldCheck> = [signatures, transformOutput, attestationBinding, effectSafety, consistency, policyAuthority, delivery]
