@@ -21,6 +21,7 @@ const registry: ReadonlyArray<{ name: string; summary: string; load: () => Promi
   { name: "held", summary: "read held calls: ls, show, watch", load: async () => (await import("./HeldCommands.js")).heldCommand as AnyCommand },
   { name: "attest", summary: "show a held call, confirm, and sign an attestation bound to it", load: async () => (await import("./WitnessCommands.js")).attestCommand as AnyCommand },
   { name: "cancel", summary: "cancel a held call (its proposer or a policy admin)", load: async () => (await import("./WitnessCommands.js")).cancelCommand as AnyCommand },
+  { name: "standing", summary: "standing approvals: grant one (bounded, signed), revoke it, list them with their uses", load: async () => (await import("./StandingCommands.js")).standingCommand as AnyCommand },
   { name: "settle", summary: "settle a call whose outcome is unknown: the effect happened or not (signed)", load: async () => (await import("./WitnessCommands.js")).settleCommand as AnyCommand },
   { name: "result", summary: "print a held call's delivered result (--wait until there is one)", load: async () => (await import("./WitnessCommands.js")).resultCommand as AnyCommand },
   { name: "ack", summary: "acknowledge a delivered result so it is not delivered again", load: async () => (await import("./WitnessCommands.js")).ackCommand as AnyCommand },
