@@ -4,6 +4,7 @@ import { decodeWith } from "../protocol/Decode.js"
 import { AttestPayload, CancelPayload, EditPayload, ExtendPayload, ProposePayload } from "../schema/Requests.js"
 import { HeldId } from "../schema/Ids.js"
 import { AttestBatchPayload } from "../schema/BatchAttestation.js"
+import { StandingGrantPayload, StandingRevokePayload } from "../schema/StandingGrant.js"
 import { Subjects } from "../schema/Subjects.js"
 import type { Role } from "../heldcall/Views.js"
 import type { Envelope } from "../schema/Envelope.js"
@@ -79,6 +80,11 @@ const listKernels = withSignedRead((reader) =>
   })
 ).pipe(Effect.catchTag("GatewayNatsError", unavailable))
 
+/** `GET /standing`: the standing approvals the signed reader gave or is covered by (all, for an admin), with their uses. */
+const listStanding = withSignedRead((reader) => Effect.map(Effect.flatMap(KernelLink, (link) => link.request(Subjects.standingList, { reader })), httpReply)).pipe(
+  Effect.catchTag("GatewayNatsError", unavailable)
+)
+
 const getHeld = withSignedRead((reader) =>
   Effect.gen(function* () {
     const id = yield* heldIdParam
@@ -132,7 +138,10 @@ export const gatewayRouter = staticPaths
       HttpRouter.post("/held/:held_id/edits", forwardSigned(Subjects.edit, EditPayload, true)),
       HttpRouter.post("/held/:held_id/extensions", forwardSigned(Subjects.extend, ExtendPayload, true)),
       HttpRouter.post("/attestations/batch", forwardSigned(Subjects.attestBatch, AttestBatchPayload, false)),
-      HttpRouter.post("/held/:held_id/cancel", forwardSigned(Subjects.cancel, CancelPayload, true))
+      HttpRouter.post("/held/:held_id/cancel", forwardSigned(Subjects.cancel, CancelPayload, true)),
+      HttpRouter.get("/standing", listStanding),
+      HttpRouter.post("/standing", forwardSigned(Subjects.standingGrant, StandingGrantPayload, false)),
+      HttpRouter.post("/standing/revocations", forwardSigned(Subjects.standingRevoke, StandingRevokePayload, false))
     )
   )
   .pipe(
