@@ -49,7 +49,8 @@ export const consistency: HeldCheck = {
           awaitingHold.delete(event.generation)
           break
         case "attestation.accepted":
-          if (!held.has(event.generation)) c.fail([seq], `attestation by ${event.witness} accepted for generation ${event.generation}, which was never held (no call.held)`)
+        case "standing.applied":
+          if (!held.has(event.generation)) c.fail([seq], `${event.type === "standing.applied" ? "standing approval" : "attestation"} by ${event.witness} accepted for generation ${event.generation}, which was never held (no call.held)`)
           break
         case "call.denied": {
           if (lastAdjudicated !== undefined) awaitingHold.delete(lastAdjudicated)

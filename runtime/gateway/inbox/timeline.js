@@ -3,7 +3,7 @@
 ;(function () {
   const lanes = [
     { name: "held", match: (t) => t.startsWith("call.") || t === "policy.epoch_changed" || t === "witness.fallback_applied" },
-    { name: "evidence", match: (t) => t.startsWith("attestation.") },
+    { name: "evidence", match: (t) => t.startsWith("attestation.") || t === "standing.applied" },
     { name: "readiness", match: (t) => t === "readiness.changed" },
     { name: "executed", match: (t) => t.startsWith("execution.") || t.startsWith("effect.") || t === "reconcile.bound_exceeded" },
     { name: "result", match: (t) => t.startsWith("result.") },
@@ -12,6 +12,7 @@
   const colour = (e) => {
     if (e.type === "readiness.changed") return e.readiness === "stale" ? "#d97706" : e.readiness === "satisfied" ? "#16a34a" : "#64748b"
     if (e.type === "attestation.accepted") return e.decision === "reject" ? "#dc2626" : "#2563eb"
+    if (e.type === "standing.applied") return "#2563eb"
     if (e.type === "attestation.rejected" || e.type === "call.denied" || e.type === "call.cancelled" || e.type === "call.expired") return "#dc2626"
     if (e.type === "effect.recorded" || e.type === "result.admitted" || e.type === "delivery.acknowledged") return "#16a34a"
     return "#475569"
@@ -19,6 +20,7 @@
   const label = (e) => {
     if (e.type === "readiness.changed") return e.readiness === "satisfied" ? "ready" : e.readiness
     if (e.type === "attestation.accepted") return e.decision + " · " + e.witness
+    if (e.type === "standing.applied") return "standing approval " + e.grant_id + " · " + e.witness
     return e.type
   }
   const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c])
