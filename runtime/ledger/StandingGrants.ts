@@ -63,18 +63,32 @@ export const makeNatsStandingGrants = Effect.gen(function* () {
   const view = grantView()
   const subjectOf = (id: string) => Subjects.events(standingSubjectOf(id))
   const fail = (operation: string) => (cause: unknown) => new LedgerError({ operation, message: cause instanceof Error ? cause.message : String(cause), cause })
-  // The watch: an ordered consumer over every grant subject, from the first record.
-  const messages = yield* Effect.tryPromise({
-    try: async () => (await js.consumers.get(Streams.events, { filter_subjects: subjectOf("*"), deliver_policy: DeliverPolicy.All })).consume(),
-    catch: fail("watch standing approvals")
-  })
+  // The watch: an ordered consumer over every grant subject, from the first record. It starts
+  // once WK_EVENTS exists (a ledger may be built before provisioning) and ends with the scope.
+  let stopped = false
+  let close: () => Promise<void> = async () => undefined
   void (async () => {
-    for await (const m of messages) {
-      const g = storedGrantOf(m.data, m.seq)
-      if (g !== undefined) view.see(g)
+    while (!stopped) {
+      try {
+        const messages = await (await js.consumers.get(Streams.events, { filter_subjects: subjectOf("*"), deliver_policy: DeliverPolicy.All })).consume()
+        close = () => messages.close().then(() => undefined, () => undefined)
+        if (stopped) return void (await close())
+        for await (const m of messages) {
+          const g = storedGrantOf(m.data, m.seq)
+          if (g !== undefined) view.see(g)
+        }
+        return
+      } catch {
+        await new Promise((resolve) => setTimeout(resolve, 1_000).unref())
+      }
     }
-  })().catch(() => undefined)
-  yield* Effect.addFinalizer(() => Effect.promise(() => messages.close().catch(() => undefined)))
+  })()
+  yield* Effect.addFinalizer(() =>
+    Effect.promise(() => {
+      stopped = true
+      return close()
+    })
+  )
   return StandingGrants.of({
     get: (grantId) =>
       Effect.tryPromise({ try: () => jsm.streams.getMessage(Streams.events, { last_by_subj: subjectOf(grantId) }), catch: fail("read a standing approval") }).pipe(
