@@ -189,12 +189,75 @@
         if (h.lifecycle === "open" && h.readiness === "satisfied") meta.append(el("span", "chip completed", "approved"))
         a.append(top, meta)
         li.append(a)
+        if (h.lifecycle === "open" && h.execution === "none") {
+          const pick = el("input", "pick")
+          pick.type = "checkbox"
+          pick.title = "select for a batch approval"
+          pick.setAttribute("aria-label", "select " + summaryOf(h))
+          pick.checked = picked.has(h.held_id)
+          pick.addEventListener("change", () => {
+            if (pick.checked) picked.add(h.held_id)
+            else picked.delete(h.held_id)
+            drawBatchBar()
+          })
+          li.append(pick)
+        }
         return li
       })
     )
     $("list-count").textContent = "(" + shown.length + ")"
     $("list-empty").hidden = shown.length > 0
+    // A call that left the open list cannot be in a batch.
+    for (const id of [...picked]) if (!openCalls.some((h) => h.held_id === id)) picked.delete(id)
+    drawBatchBar()
   }
+
+  // ---- batch approval: one signed attestation for the selected calls ----------------------
+
+  const picked = new Set()
+  const drawBatchBar = () => {
+    const bar = $("batch-bar")
+    bar.hidden = picked.size === 0 && $("batch-count").dataset.result === undefined
+    const button = $("batch-approve")
+    button.hidden = picked.size === 0
+    button.textContent = button.dataset.armed === "1" ? "Sign approval of " + picked.size + " call(s) as " + (identity?.principal ?? "?") : "Approve selected…"
+    if ($("batch-count").dataset.result === undefined) $("batch-count").textContent = picked.size + " selected"
+  }
+  const bindingOf = async (h) => ({
+    held_id: h.held_id, generation: h.generation, call_digest: h.call_digest, contract_digest: h.contract_digest,
+    presentation_digest: await sha256Hex(jcs(h.witness_request?.presentation ?? {}))
+  })
+  $("batch-approve").addEventListener("click", async () => {
+    const button = $("batch-approve")
+    delete $("batch-count").dataset.result
+    // The first click says what will be signed; the second signs it.
+    if (button.dataset.armed !== "1") { button.dataset.armed = "1"; return drawBatchBar() }
+    delete button.dataset.armed
+    const calls = openCalls.filter((h) => picked.has(h.held_id))
+    if (identity === null || calls.length === 0) return drawBatchBar()
+    const now = Date.now()
+    const payload = {
+      op: "attest_batch", principal: identity.principal, class: identity.klass, decision: "approve", mode: "each",
+      items: await Promise.all(calls.map(bindingOf)),
+      issued_at: new Date(now).toISOString(), expires_at: new Date(now + 10 * 60_000).toISOString(), nonce: nonce()
+    }
+    const r = await fetch("/attestations/batch", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(await signedEnvelope(payload)) })
+    const reply = await r.json()
+    const results = reply.results ?? []
+    const accepted = results.filter((x) => x.status < 300).length
+    const count = $("batch-count")
+    count.dataset.result = reply.disposition ?? "error"
+    count.textContent = reply.disposition === "recorded" ? "batch: " + accepted + " accepted, " + (results.length - accepted) + " not" : "batch: " + (reply.reason ?? reply.error?.message ?? r.status)
+    picked.clear()
+    drawBatchBar()
+    refreshList()
+  })
+  $("batch-clear").addEventListener("click", () => {
+    picked.clear()
+    delete $("batch-approve").dataset.armed
+    delete $("batch-count").dataset.result
+    drawList()
+  })
   $("filter-state").addEventListener("change", () => refreshList())
   $("filter-tool").addEventListener("change", drawList)
 
@@ -274,7 +337,7 @@
     const tbody = $("evidence").querySelector("tbody")
     tbody.replaceChildren(...(h.evidence ?? []).map((e) => {
       const tr = el("tr")
-      for (const c of [e.witness, e.class, e.decision, e.status + (e.reason ? " (" + e.reason + ")" : "")]) tr.append(el("td", "", c))
+      for (const c of [e.witness, e.class, e.decision + (e.standing ? " (standing approval " + e.standing + ")" : ""), e.status + (e.reason ? " (" + e.reason + ")" : "")]) tr.append(el("td", "", c))
       return tr
     }))
     if ((h.evidence ?? []).length === 0) {
@@ -292,12 +355,101 @@
     $("decide").hidden = h.lifecycle !== "open"
     $("approve").disabled = !canSign
     $("reject").disabled = !canSign
+    drawTerms(h)
+    drawMore(h, canSign)
     selected = h.held_id
     current = h
     drawExpiry()
     if (h.lifecycle !== "open") ended.set(h.held_id, { ...h, view: "witness" })
     document.querySelectorAll("#held-list li").forEach((li) => li.classList.toggle("selected", li.dataset.heldId === h.held_id))
   }
+
+  /** The contract's evidence terms, and who supplied evidence for each so far (the kernel judges what it read). */
+  const drawTerms = (h) => {
+    const terms = h.witness_contract?.evidence ?? []
+    $("evidence-terms").replaceChildren(...terms.map((t) => {
+      const by = t.by?.class !== undefined ? "class " + t.by.class : t.by?.principal ?? JSON.stringify(t.by)
+      const from = (h.evidence ?? []).filter((e) => e.decision === "evidence" && e.status === "valid" && (e.class === t.by?.class || e.witness === t.by?.principal)).map((e) => e.witness)
+      const li = el("li", "", "evidence " + t.name + " (" + t.kind + ") from " + by + ": " + (from.length > 0 ? "supplied by " + [...new Set(from)].join(", ") : "not yet"))
+      li.dataset.term = t.name
+      return li
+    }))
+  }
+
+  /** A standing approval's scope for calls like `h`: its agent and tool, text and flags equal, numbers up to this call's. */
+  const standingScopeOf = (h) => {
+    const args = {}
+    for (const [k, v] of Object.entries(h.witness_request?.presentation?.args ?? {})) {
+      if (!/^[A-Za-z0-9_]{1,64}$/.test(k)) continue
+      if (typeof v === "number") args[k] = { max: v }
+      else if (typeof v === "string" || typeof v === "boolean") args[k] = { eq: v }
+    }
+    return { principals: [h.principal], tool: toolOf(h), ...(Object.keys(args).length > 0 ? { args } : {}) }
+  }
+
+  const drawMore = (h, canSign) => {
+    $("more").hidden = h.lifecycle !== "open"
+    const exact = (h.witness_request?.presentation?.disclosure ?? "exact") === "exact"
+    // Keep what the witness is typing while the call's facts are re-read.
+    if ($("edit-args").dataset.heldId !== h.held_id + ":" + h.generation) {
+      $("edit-args").value = exact ? JSON.stringify(h.witness_request?.presentation?.args ?? {}, null, 2) : ""
+      $("edit-args").dataset.heldId = h.held_id + ":" + h.generation
+    }
+    $("edit-args").disabled = !canSign || !exact
+    $("edit-sign").disabled = !canSign || !exact
+    $("extend-sign").disabled = !canSign
+    $("standing-sign").disabled = !canSign || !exact
+    const scope = standingScopeOf(h)
+    $("standing-scope").textContent = "covers " + scope.tool + " by " + h.principal + (scope.args ? " with " + Object.entries(scope.args).map(([k, b]) => k + (b.max !== undefined ? " ≤ " + b.max : " = " + JSON.stringify(b.eq))).join(", ") : "")
+  }
+
+  /** Posts a signed witness request about the current call and says what the kernel answered. */
+  const sendSigned = async (what, path, payload, describe) => {
+    const r = await fetch(path, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(await signedEnvelope(payload)) })
+    const reply = await r.json()
+    const status = $("attest-status")
+    status.textContent = what + ": " + (reply.disposition ?? reply.error?.message ?? r.status) + (reply.reason ? " — " + reply.reason : "") + (r.status < 300 && describe ? " — " + describe(reply) : "")
+    status.dataset.disposition = reply.disposition ?? "error"
+    if (current !== null) void refreshFacts(current.held_id)
+    return reply
+  }
+  const witnessBinding = (h) => ({ principal: identity.principal, class: identity.klass, held_id: h.held_id, generation: h.generation, call_digest: h.call_digest, contract_digest: h.contract_digest })
+  const stamps = () => ({ issued_at: new Date().toISOString(), expires_at: new Date(Date.now() + 10 * 60_000).toISOString(), nonce: nonce() })
+  const reasonGiven = () => {
+    const reason = $("decision-reason").value.trim()
+    return reason === "" ? {} : { reason }
+  }
+
+  $("edit-sign").addEventListener("click", async () => {
+    if (identity === null || current === null) return
+    let args
+    try {
+      args = JSON.parse($("edit-args").value)
+      if (args === null || typeof args !== "object" || Array.isArray(args)) throw new Error("the arguments must be a JSON object")
+    } catch (e) {
+      $("attest-status").textContent = "edit: not signed — " + e.message
+      $("attest-status").dataset.disposition = "not-signed"
+      return
+    }
+    await sendSigned("edit", "/held/" + current.held_id + "/edits", { op: "edit", ...witnessBinding(current), args, ...reasonGiven(), ...stamps() }, (r) => "now generation " + r.generation + ", waiting for an approval of the edited call")
+  })
+
+  $("extend-sign").addEventListener("click", async () => {
+    if (identity === null || current === null) return
+    const to = new Date(Date.parse(current.expires_at) + Number($("extend-by").value)).toISOString()
+    await sendSigned("extension", "/held/" + current.held_id + "/extensions", { op: "extend", ...witnessBinding(current), extend_to: to, ...reasonGiven(), ...stamps() }, (r) => "expires " + new Date(r.expires_at).toLocaleString())
+  })
+
+  $("standing-sign").addEventListener("click", async () => {
+    if (identity === null || current === null) return
+    const now = Date.now()
+    const payload = {
+      op: "standing.grant", principal: identity.principal, class: identity.klass, grant_id: "inbox-" + nonce(),
+      scope: standingScopeOf(current), max_uses: Math.max(1, Math.min(1000, Number($("standing-uses").value) || 1)),
+      issued_at: new Date(now).toISOString(), expires_at: new Date(now + Number($("standing-hours").value) * 3_600_000).toISOString(), nonce: nonce(), ...reasonGiven()
+    }
+    await sendSigned("standing approval", "/standing", payload, (r) => r.grant_id + ": up to " + r.max_uses + " later call(s) until " + new Date(r.expires_at).toLocaleString() + " (approve this one above)")
+  })
 
   /** Re-reads the selected call's facts (after each event of its stream). */
   const refreshFacts = async (heldId) => {
