@@ -78,7 +78,6 @@ const attach = (childId: string, salt: string, req: Signed<ProposeCall>) =>
   })
 
 /** The reply once the inline drive stopped: the outcome, the hold, or (blocking) the end. */
-/** The reply once the inline drive stopped: the outcome, the hold, or (blocking) the end. */
 const answer = (heldId: string, driven: Driven | null, prefs: Preferences) =>
   Effect.gen(function* () {
     const reply = driven?.facts == null ? null : proposeReply(driven.facts)
