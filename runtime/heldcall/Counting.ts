@@ -62,12 +62,20 @@ export const currentPresentationDigest = (f: HeldCallFacts): string | null =>
 export const stillRegistered = (e: Evidence, registry: WitnessRegistry): boolean =>
   registry.classesOf(e.witness).includes(e.class) && registry.keysOf(e.witness).includes(e.key)
 
-/** Statements of the current generation the registry stands behind, not the proposer's, bound to what is shown now. */
+/** Whether a witness is independent of the call's proposer under the registry in force: another principal, not acting in its session namespace. */
+const independent = (f: HeldCallFacts, registry: WitnessRegistry, witness: string): boolean =>
+  witness !== f.spec?.principal && (f.spec === null || registry.namespaceOf === undefined || sharedNamespace(registry, witness, f.spec.principal, f.spec.session_id) === undefined)
+
+/**
+ * Statements of the current generation the registry stands behind, from witnesses independent of
+ * the proposer (a witness the registry now places in the proposer's session namespace stops
+ * counting, as one whose key is removed does), bound to what is shown now.
+ */
 const standing = (f: HeldCallFacts, registry: WitnessRegistry): ReadonlyArray<Evidence> => {
   let shown: string | null | undefined
   const isShown = (digest: string) => digest === (shown === undefined ? (shown = currentPresentationDigest(f)) : shown)
   return currentEvidence(f).filter(
-    (e) => e.witness !== f.spec?.principal && stillRegistered(e, registry) && (e.presentation_digest === undefined || isShown(e.presentation_digest))
+    (e) => independent(f, registry, e.witness) && stillRegistered(e, registry) && (e.presentation_digest === undefined || isShown(e.presentation_digest))
   )
 }
 
@@ -128,7 +136,7 @@ export const vetoOf = (f: HeldCallFacts, registry: WitnessRegistry): Refusal | u
 const possibleApprovals = (f: HeldCallFacts, registry: WitnessRegistry, refused: ReadonlySet<string>): ReadonlyArray<Approval> =>
   registry
     .principals()
-    .filter((p) => p !== f.spec?.principal && !refused.has(p) && registry.keysOf(p).length > 0 && onRoute(f, registry, p))
+    .filter((p) => independent(f, registry, p) && !refused.has(p) && registry.keysOf(p).length > 0 && onRoute(f, registry, p))
     .flatMap((p) => registry.classesOf(p).map((c) => ({ witness: p, class: c })))
 
 /**

@@ -93,6 +93,7 @@ export const makeDriver = Effect.gen(function* () {
     classesOf: (p) => classesOf(policy, p),
     keysOf: (p) => policy.principals.get(p)?.keys ?? [],
     principals: () => [...policy.principals.keys()],
+    namespaceOf: (p) => policy.principals.get(p)?.namespace,
     delivery,
     uncommitted
   })

@@ -5,7 +5,7 @@ import { initialFacts } from "../heldcall/Facts.js"
 import { heldView, roleOf, type Role } from "../heldcall/Views.js"
 import { countingApprovals } from "../heldcall/Counting.js"
 import { ruleProgress } from "../heldcall/WitnessRuleEval.js"
-import { classesOf, type ActivePolicy } from "../policy/ActivePolicy.js"
+import { registryOf, type ActivePolicy } from "../policy/ActivePolicy.js"
 import type { HeldCallFacts } from "../schema/Facts.js"
 import type { Envelope } from "../schema/Envelope.js"
 import { GetRequest } from "../schema/Requests.js"
@@ -46,5 +46,5 @@ const progressOf = (f: HeldCallFacts, policy: ActivePolicy, now: number) =>
     ? undefined
     : ruleProgress(
         f.active_rule,
-        countingApprovals(f, { now, classesOf: (p) => classesOf(policy, p), keysOf: (p) => policy.principals.get(p)?.keys ?? [], principals: () => [...policy.principals.keys()] })
+        countingApprovals(f, { ...registryOf(policy), now })
       )

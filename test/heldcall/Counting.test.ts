@@ -52,6 +52,19 @@ describe("the registry in force decides, at readiness", () => {
     expect(settle(fold(f, say(both, { witness: "svc:fraud", decision: "approve" })), ctx).actions).toEqual([{ kind: "execute" }])
   })
 
+  it("given an approval, when the registry places its witness in the proposer's session namespace, then it stops counting", () => {
+    const f = fold(parkedWith(twoHumans), say(twoHumans, { witness: "user:carol", decision: "approve" }), say(twoHumans, { witness: "user:dave", decision: "approve" }))
+    // The proposer (agent:alice) acts in namespace "alice"; carol is now registered there too.
+    const sameNamespace = ctxAt(1_000, 1, { namespaceOf: (p) => (p === "agent:alice" || p === "user:carol" ? "alice" : undefined) })
+    expect(countingApprovals(f, sameNamespace).map((e) => e.witness)).toEqual(["user:dave"])
+    const plan = settle(f, sameNamespace)
+    expect(plan.facts).toMatchObject({ lifecycle: "open", readiness: "unsatisfied" })
+    expect(mayDispatch(plan.facts, sameNamespace)).toBe(false)
+    // Another namespace is independent: both count.
+    const other = ctxAt(1_000, 1, { namespaceOf: (p) => (p === "agent:alice" ? "alice" : p === "user:carol" ? "carol" : undefined) })
+    expect(settle(f, other).actions).toEqual([{ kind: "execute" }])
+  })
+
   it("given an approval bound to a presentation other than the one shown now, then it does not count", () => {
     const human: WitnessContract = { rule: { class: "human" } }
     const f = fold(parkedWith(human), say(human, { witness: "user:carol", decision: "approve", presentation_digest: "0".repeat(64) }))

@@ -116,7 +116,7 @@ export const attestationBinding: HeldCheck = {
  */
 const removedKeyApprovals = (f: HeldCallFacts, policy: ActivePolicy, now: number): ReadonlyArray<Evidence> => {
   if (f.verdict !== "REQUIRE_WITNESS" || f.active_rule === null) return []
-  const registry = { now, classesOf: (p: string) => classesOf(policy, p), principals: () => [...policy.principals.keys()] }
+  const registry = { now, classesOf: (p: string) => classesOf(policy, p), principals: () => [...policy.principals.keys()], namespaceOf: (p: string) => policy.principals.get(p)?.namespace }
   const registered = countingApprovals(f, { ...registry, keysOf: (p) => policy.principals.get(p)?.keys ?? [] })
   const claimed = countingApprovals(f, { ...registry, keysOf: (p) => f.evidence.filter((e) => e.witness === p).map((e) => e.key) })
   if (!satisfies(f.active_rule, claimed) || satisfies(f.active_rule, registered)) return []

@@ -65,7 +65,8 @@ export const effectSafety: HeldCheck = {
             policyEpoch: event.policy_epoch,
             classesOf: (p) => (epoch ? classesOf(epoch.policy, p) : claimed(p).map((e) => e.class)),
             keysOf: (p) => (epoch ? (epoch.policy.principals.get(p)?.keys ?? []) : claimed(p).map((e) => e.key)),
-            principals: () => (epoch ? [...epoch.policy.principals.keys()] : [...new Set(before.evidence.map((e) => e.witness))])
+            principals: () => (epoch ? [...epoch.policy.principals.keys()] : [...new Set(before.evidence.map((e) => e.witness))]),
+            ...(epoch ? { namespaceOf: (p: string) => epoch.policy.principals.get(p)?.namespace } : {})
           }
           if (!mayDispatch(own, rctx)) c.fail([seq], `dispatched although invariant 2 did not hold: ${whyNot(own, rctx)}`)
           const current = ctx.policy.at(seq, event.at)
