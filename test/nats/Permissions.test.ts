@@ -496,6 +496,15 @@ describe("witness", () => {
     expect(await storedOn(Streams.events, subject)).toBe(1)
   })
 
+  it("asks for standing approvals over the protocol, and cannot forge a grant's record on its subject", async () => {
+    for (const subject of [Subjects.standingGrant, Subjects.standingRevoke, Subjects.standingList]) await expectPublishAllowed("witness", subject)
+    const record = Subjects.events(`_standing.${token()}`)
+    await expectPublishRefused("witness", record)
+    await expectPublishRefused("agent", record)
+    // Only the kernel's control publish was stored.
+    expect(await storedOn(Streams.events, record)).toBe(2)
+  })
+
   it("receives witness requests", async () => {
     const subject = Subjects.witnessRequests(`h_${token()}`)
     const got: Array<string> = []
