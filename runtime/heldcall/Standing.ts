@@ -16,6 +16,9 @@ import { SkewMs } from "./decide/Decision.js"
  * the evidence it adds to one. The kernel and the auditor apply the same rules.
  */
 
+/** The kernel's reserved tools (`kernel_*`, e.g. a witnessed policy change): never approved in advance. */
+const isReserved = (tool: string): boolean => tool.startsWith("kernel_")
+
 const boundHolds = (b: ArgBound, v: JsonValue | undefined): boolean => {
   if (b.eq !== undefined && (v === undefined || canonicalize(v) !== canonicalize(b.eq))) return false
   if (b.in !== undefined && (v === undefined || !b.in.some((x) => canonicalize(x) === canonicalize(v)))) return false
@@ -37,7 +40,7 @@ export const outsideScope = (scope: StandingScope, proposer: string, tool: strin
 /**
  * Why a signed grant may not be recorded (null: it may): bounded (expires within
  * `MaxStandingMs`, not already expired, not issued in the future), from a witness registered with
- * its class, covering only other principals (a grant for oneself, or for a principal in one's own
+ * its class, not for a reserved `kernel_*` tool, covering only other principals (a grant for oneself, or for a principal in one's own
  * session namespace, approves nothing), and every bound well formed.
  */
 export const judgeStandingGrant = (p: StandingGrantPayload, registry: WitnessRegistry, now: number): string | null => {
@@ -47,6 +50,7 @@ export const judgeStandingGrant = (p: StandingGrantPayload, registry: WitnessReg
   if (Date.parse(p.issued_at) > now + SkewMs) return `issued_at ${p.issued_at} is more than ${SkewMs / 1000} s in the future (the allowed clock skew)`
   if (p.not_before !== undefined && Date.parse(p.not_before) >= expires) return "not_before is not before expires_at"
   if (!registry.classesOf(p.principal).includes(p.class)) return `principal '${p.principal}' is not registered with class '${p.class}'`
+  if (isReserved(p.scope.tool)) return `scope.tool ${p.scope.tool} is the kernel's own: each policy change is approved on its own, never in advance`
   for (const agent of p.scope.principals) {
     if (agent === p.principal) return "a witness cannot approve its own calls: scope.principals names the granting principal"
     const ns = registry.namespaceOf?.(p.principal)
@@ -79,6 +83,7 @@ export const standingRefusal = (f: HeldCallFacts, record: StandingRecord, p: Sta
   if (spec === null || call === null) return "no such call"
   if (f.lifecycle !== "open" || !beforeDispatch(f)) return `the call is ${f.lifecycle === "open" ? "dispatched" : f.lifecycle}`
   if (f.verdict !== "REQUIRE_WITNESS" || f.witness_contract === null) return "the call is not waiting for a witness"
+  if (isReserved(call.tool) || isReserved(spec.tool)) return "the kernel's own tools are approved call by call"
   if (record.revocation !== undefined) return "the grant is revoked"
   if (Date.parse(p.expires_at) <= now) return "the grant has expired"
   if (p.not_before !== undefined && Date.parse(p.not_before) > now) return "the grant is not in force yet"

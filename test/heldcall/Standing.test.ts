@@ -44,6 +44,8 @@ describe("which grants may be recorded", () => {
     expect(judgeStandingGrant(grantOf({ expires_at: at(500) }), ctx, ctx.now)).toContain("has passed")
     expect(judgeStandingGrant(grantOf({ class: "fraud" }), ctx, ctx.now)).toContain("not registered with class")
     expect(judgeStandingGrant(grantOf({ scope: { principals: ["agent:alice"], tool: "money_transfer", args: { to: {} } } }), ctx, ctx.now)).toContain("bounds nothing")
+    // A witnessed policy change is approved on its own: no admin pre-approves another's widenings.
+    expect(judgeStandingGrant(grantOf({ principal: "admin:ops", class: "admin", scope: { principals: ["admin:root"], tool: "kernel_policy_apply" } }), { ...ctx, classesOf: (p) => (p.startsWith("admin:") ? ["admin"] : ctx.classesOf(p)) }, ctx.now)).toContain("kernel's own")
   })
 })
 
