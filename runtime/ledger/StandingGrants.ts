@@ -44,8 +44,8 @@ export const storedGrantOf = (data: Uint8Array | string, seq: number): StoredGra
 
 const encode = (record: StandingRecord): Uint8Array => new TextEncoder().encode(JSON.stringify(record))
 
-/** The view both layers keep: newest record per grant. */
-export const grantView = () => {
+/** The index of candidates both layers keep: the newest record of each grant this process has seen. */
+export const candidateIndex = () => {
   const byId = new Map<string, StoredGrant>()
   return {
     see: (g: StoredGrant) => {
@@ -60,7 +60,7 @@ export const grantView = () => {
 
 export const makeNatsStandingGrants = Effect.gen(function* () {
   const { js, jsm, publish } = yield* Nats
-  const view = grantView()
+  const view = candidateIndex()
   const subjectOf = (id: string) => Subjects.events(standingSubjectOf(id))
   const fail = (operation: string) => (cause: unknown) => new LedgerError({ operation, message: cause instanceof Error ? cause.message : String(cause), cause })
   // The watch: an ordered consumer over every grant subject, from the first record. It starts

@@ -1,9 +1,9 @@
 import { Effect, Layer } from "effect"
-import { grantView, StandingGrants, storedGrantOf, type StoredGrant } from "../StandingGrants.js"
+import { candidateIndex, StandingGrants, storedGrantOf, type StoredGrant } from "../StandingGrants.js"
 
 /** In memory: the same compare-and-set, one process's worth. */
 export const makeMemoryStandingGrants = Effect.sync(() => {
-  const view = grantView()
+  const view = candidateIndex()
   const last = new Map<string, StoredGrant>()
   let seq = 0
   return StandingGrants.of({
