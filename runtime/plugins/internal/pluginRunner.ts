@@ -1,8 +1,9 @@
-// The main-thread side of one plugin worker: hands a call over through shared memory, serves
-// the worker's host calls, and enforces the time limit by terminating the worker (then
-// respawning it from the already-compiled module). This side never spins: it waits for the
-// worker's answer with Atomics.waitAsync, so the event loop serves other requests meanwhile and
-// a call costs one in-process Extism call plus two thread hand-offs. A metered module
+// The main-thread side of one plugin worker: hands calls over through shared memory (the calls
+// waiting at a hand-off go together), serves the worker's host calls, and enforces each call's
+// time limit by terminating the worker (then respawning it from the already-compiled module).
+// This side never spins: it waits for the worker's answer with Atomics.waitAsync, so the event
+// loop serves other requests meanwhile, and a call costs one in-process Extism call plus its
+// share of two thread hand-offs. A metered module
 // runs here too, under its fuel budget, so no plugin ever runs on the kernel's event loop.
 import { Worker } from "node:worker_threads"
 import type { JsonValue } from "../../schema/Json.js"
@@ -73,6 +74,8 @@ const decoder = new TextDecoder()
 interface Live {
   readonly worker: Worker
   readonly ctrl: Int32Array
+  /** The time (ms since the epoch) the running call of a batch started, as the worker writes it. */
+  readonly startedAt: Float64Array
   readonly dataSab: GrowableSab
   readonly data: Uint8Array
   readonly died: Promise<string>
@@ -103,7 +106,7 @@ const spawn = (spec: RunnerSpec): Promise<Live> =>
     })
     let settle: (why: string) => void = () => {}
     const died = new Promise<string>((r) => (settle = r))
-    const live: Live = { worker, ctrl: new Int32Array(ctrlSab), dataSab, data: new Uint8Array(dataSab), died, dead: false }
+    const live: Live = { worker, ctrl: new Int32Array(ctrlSab), startedAt: new Float64Array(ctrlSab, 48, 1), dataSab, data: new Uint8Array(dataSab), died, dead: false }
     const onDeath = (why: string) => {
       live.dead = true
       // Wakes a call waiting for this worker's answer: it reads `dead` and reports the crash.
@@ -122,14 +125,43 @@ const spawn = (spec: RunnerSpec): Promise<Live> =>
     })
   })
 
-/** A persistent worker running one plugin; calls are serialized. */
+/** Most calls one hand-off carries. */
+const MaxBatch = 32
+
+/** A call waiting for its turn on the worker. */
+interface Pending {
+  readonly index: number
+  readonly input: Uint8Array
+  readonly timeoutMs: number
+  readonly host: HostHandler
+  readonly queuedAt: number
+  readonly resolve: (outcome: RawOutcome) => void
+}
+
+const putU32 = (data: Uint8Array, at: number, n: number) => {
+  data[at] = n & 255
+  data[at + 1] = (n >>> 8) & 255
+  data[at + 2] = (n >>> 16) & 255
+  data[at + 3] = (n >>> 24) & 255
+}
+const getU32 = (data: Uint8Array, at: number) => (data[at]! | (data[at + 1]! << 8) | (data[at + 2]! << 16) | (data[at + 3]! << 24)) >>> 0
+
+/**
+ * A persistent worker running one plugin; its calls run one after another. The calls waiting
+ * when the worker is handed work go over together, in one hand-off, and the worker runs them
+ * back to back: under load a call does not wait for the event loop to see the one before it end.
+ * Each call keeps its own limits: its fuel, and a watchdog that runs from the call's own start.
+ * A call the watchdog stops ends in `timeout`; the calls of its batch that ended keep their
+ * results, and those it had not reached go over again to the respawned worker.
+ */
 export class PluginRunner implements Runner {
   readonly #spec: RunnerSpec
   #live: Promise<Live>
   /** The live worker once it is ready, so an idle runner can hand a call over synchronously. */
   #ready: Live | undefined
-  #tail: Promise<unknown> = Promise.resolve()
-  #inFlight = 0
+  readonly #queue: Array<Pending> = []
+  #pumping = false
+  #idle: Array<() => void> = []
   #closed = false
 
   private constructor(spec: RunnerSpec, live: Live) {
@@ -144,26 +176,33 @@ export class PluginRunner implements Runner {
   }
 
   /** Calls in flight or queued on this runner. */
+  #inFlight = 0
   get inFlight(): number {
     return this.#inFlight
   }
 
   /** Resolves when every call handed to this runner so far has ended. */
   idle(): Promise<void> {
-    return this.#tail.then(() => undefined)
+    return this.#inFlight === 0 ? Promise.resolve() : new Promise((resolve) => this.#idle.push(resolve))
   }
 
   /** Calls one export with input bytes under a time limit. Never rejects: faults are outcomes. */
   call(exportName: string, input: Uint8Array, timeoutMs: number, host: HostHandler): Promise<RawOutcome> {
-    // Idle: the hand-over happens before this returns, so the caller's own work (hashing the
-    // input) overlaps the plugin's. Busy: queue behind the call in flight.
-    const idle = this.#inFlight === 0 && this.#ready !== undefined && !this.#ready.dead
+    const queuedAt = performance.now()
+    const index = this.#spec.exports.indexOf(exportName)
+    if (index < 0) return Promise.resolve({ status: "trap", text: `export '${exportName}' is not callable`, logs: [], elapsedMs: 0 })
+    if (input.length + 12 > MaxPayload) return Promise.resolve({ status: "too_large", text: `input of ${input.length} bytes is over ${MaxPayload}`, logs: [], elapsedMs: 0 })
     this.#inFlight++
-    const run = (idle ? this.#call(exportName, input, timeoutMs, host) : this.#tail.then(() => this.#call(exportName, input, timeoutMs, host))).finally(() => {
-      this.#inFlight--
+    return new Promise<RawOutcome>((resolve) => {
+      this.#queue.push({ index, input, timeoutMs, host, queuedAt, resolve: (o) => {
+        this.#inFlight--
+        resolve(o)
+        if (this.#inFlight === 0) for (const r of this.#idle.splice(0)) r()
+      } })
+      // Idle: the hand-over happens before this returns, so the caller's own work (hashing the
+      // input) overlaps the plugin's. Busy: the call goes with the next batch.
+      if (!this.#pumping) void this.#pump()
     })
-    this.#tail = run.catch(() => undefined)
-    return run
   }
 
   async close(): Promise<void> {
@@ -184,73 +223,124 @@ export class PluginRunner implements Runner {
     )
   }
 
-  async #call(exportName: string, input: Uint8Array, timeoutMs: number, host: HostHandler): Promise<RawOutcome> {
-    const started = performance.now()
-    const fault = (status: RawStatus, text: string): RawOutcome => ({ status, text, logs: [], elapsedMs: performance.now() - started })
-    const index = this.#spec.exports.indexOf(exportName)
-    if (index < 0) return fault("trap", `export '${exportName}' is not callable`)
-    if (input.length > MaxPayload) return fault("too_large", `input of ${input.length} bytes is over ${MaxPayload}`)
-    let live: Live
+  async #pump(): Promise<void> {
+    this.#pumping = true
     try {
-      live = this.#ready ?? (await this.#live)
-      if (live.dead) throw new Error("worker is dead")
-    } catch (e) {
-      this.#respawn()
-      return fault("crashed", `plugin worker unavailable: ${e instanceof Error ? e.message : String(e)}`)
+      while (this.#queue.length > 0) {
+        let live: Live
+        try {
+          live = this.#ready ?? (await this.#live)
+          if (live.dead) throw new Error("worker is dead")
+        } catch (e) {
+          this.#respawn()
+          const why = `plugin worker unavailable: ${e instanceof Error ? e.message : String(e)}`
+          for (const p of this.#queue.splice(0)) p.resolve({ status: "crashed", text: why, logs: [], elapsedMs: performance.now() - p.queuedAt })
+          return
+        }
+        let bytes = 0
+        let n = 0
+        while (n < this.#queue.length && n < MaxBatch && (n === 0 || bytes + 12 + this.#queue[n]!.input.length <= MaxPayload)) bytes += 12 + this.#queue[n++]!.input.length
+        const batch = this.#queue.splice(0, n)
+        const unreached = await this.#run(live, batch, bytes)
+        this.#queue.unshift(...unreached)
+      }
+    } finally {
+      this.#pumping = false
     }
-    const { ctrl, data, dataSab } = live
-    if (data.byteLength < input.length) dataSab.grow(Math.min(MaxPayload, Math.max(input.length, data.byteLength * 2)))
-    data.set(input, 0)
-    ctrl[1] = input.length
-    ctrl[4] = index
-    ctrl[5] = timeoutMs
+  }
+
+  /** Hands `batch` over and waits for it; resolves each call that ended and returns those the worker never reached. */
+  async #run(live: Live, batch: ReadonlyArray<Pending>, bytes: number): Promise<ReadonlyArray<Pending>> {
+    const { ctrl, data, dataSab, startedAt } = live
+    if (data.byteLength < bytes) dataSab.grow(Math.min(MaxPayload, Math.max(bytes, data.byteLength * 2)))
+    let at = 0
+    for (const p of batch) {
+      putU32(data, at, p.index)
+      putU32(data, at + 4, p.timeoutMs)
+      putU32(data, at + 8, p.input.length)
+      data.set(p.input, at + 12)
+      at += 12 + p.input.length
+    }
+    ctrl[1] = bytes
+    ctrl[7] = 0
+    ctrl[9] = batch.length
+    startedAt[0] = Date.now()
+    Atomics.store(ctrl, 8, 0)
     Atomics.store(ctrl, 0, CALL)
     // A worker that has not gone to sleep since its last call (ctrl[6] is 0) sees CALL without
     // a wake; waking a sleeping thread is a system call. (Sequentially consistent atomics on
     // both sides: a worker that marks itself asleep after this read finds CALL in its wait.)
     if (Atomics.load(ctrl, 6) === 1) Atomics.notify(ctrl, 0)
-    const limitMs = this.#spec.fuelPerMs !== undefined ? MeteredWatchdog(timeoutMs) : timeoutMs
-    const deadline = started + limitMs
+    let delivered = 0
+    let outPos = 0
+    /** Resolves every call that ended since the last look, from the worker's output. */
+    const deliver = () => {
+      const ended = Atomics.load(ctrl, 8)
+      for (; delivered < ended; delivered++) {
+        const status = StatusNames[getU32(data, outPos)] ?? "trap"
+        const outLen = getU32(data, outPos + 4)
+        const logsLen = getU32(data, outPos + 8)
+        const elapsedUs = getU32(data, outPos + 12)
+        const text = decoder.decode(data.slice(outPos + 16, outPos + 16 + outLen))
+        const logs = parseLogs(decoder.decode(data.slice(outPos + 16 + outLen, outPos + 16 + outLen + logsLen)))
+        outPos += 16 + outLen + logsLen
+        const p = batch[delivered]!
+        // A call's time is its own run in the worker.
+        p.resolve({ status, text, logs, elapsedMs: elapsedUs / 1000 })
+      }
+    }
     for (;;) {
       // The worker's answer wakes this side through the event loop (waitAsync), so the
       // kernel keeps serving other requests while a plugin runs.
       const s = Atomics.load(ctrl, 0)
       if (s === DONE) {
-        const len = ctrl[1]!
-        const outLen = ctrl[3]!
-        const status = StatusNames[ctrl[2]!] ?? "trap"
-        const text = decoder.decode(data.slice(0, outLen))
-        const logs = parseLogs(decoder.decode(data.slice(outLen, len)))
+        deliver()
         Atomics.store(ctrl, 0, IDLE)
-        return { status, text, logs, elapsedMs: performance.now() - started }
+        return []
       }
       if (s === HOST) {
-        const reply = await serveHost(host, decoder.decode(data.slice(0, ctrl[1])))
-        const bytes = encoder.encode(JSON.stringify("value" in reply ? reply.value : reply.fault))
-        if (data.byteLength < bytes.length) dataSab.grow(Math.min(MaxPayload, bytes.length))
-        data.set(bytes, 0)
-        ctrl[1] = bytes.length
+        const p = batch[ctrl[7]!]!
+        const from = ctrl[10]!
+        const reply = await serveHost(p.host, decoder.decode(data.slice(from, from + ctrl[1]!)))
+        const out = encoder.encode(JSON.stringify("value" in reply ? reply.value : reply.fault))
+        if (data.byteLength < from + out.length) dataSab.grow(Math.min(MaxPayload, from + out.length))
+        data.set(out, from)
+        ctrl[1] = out.length
         ctrl[2] = "value" in reply ? 0 : 1
         Atomics.store(ctrl, 0, HOST_REPLY)
         Atomics.notify(ctrl, 0)
         continue
       }
-      const left = deadline - performance.now()
-      if (left <= 0) break
-      // The wait's own timeout is the deadline (no timer per call); a dying worker notifies it.
-      const w = waitAsync(ctrl, 0, s, left)
-      const woke = w.async ? await w.value : w.value
-      if (woke === "timed-out") break
-      if (live.dead) {
-        this.#respawn()
-        return fault("crashed", await live.died)
+      // The watchdog of the call running now, from its own start (the worker stamps a call's
+      // start before it counts the one before it ended).
+      const ended = Atomics.load(ctrl, 8)
+      const running = batch[Math.min(ended, batch.length - 1)]!
+      const limitMs = this.#spec.fuelPerMs !== undefined ? MeteredWatchdog(running.timeoutMs) : running.timeoutMs
+      const left = startedAt[0]! + limitMs - Date.now()
+      if (left > 0) {
+        // The wait's own timeout is the deadline (no timer per call); a dying worker notifies it.
+        const w = waitAsync(ctrl, 0, s, left)
+        const woke = w.async ? await w.value : w.value
+        if (live.dead) {
+          deliver()
+          this.#respawn()
+          const why = await live.died
+          batch[delivered]?.resolve({ status: "crashed", text: why, logs: [], elapsedMs: performance.now() - batch[delivered]!.queuedAt })
+          return batch.slice(delivered + 1)
+        }
+        if (woke !== "timed-out") continue
+        // Timed out: a later call may have started meanwhile (its own deadline), or this one overran.
+        if (Atomics.load(ctrl, 0) !== s || Atomics.load(ctrl, 8) !== ended) continue
       }
+      // Over the time limit: the only reliable stop for running wasm is terminating its thread.
+      deliver()
+      live.dead = true
+      await live.worker.terminate()
+      this.#respawn()
+      const over = batch[delivered]
+      over?.resolve({ status: "timeout", text: `no answer within ${limitMs} ms; worker terminated`, logs: [], elapsedMs: performance.now() - over.queuedAt })
+      return batch.slice(delivered + 1)
     }
-    // Over the time limit: the only reliable stop for running wasm is terminating its thread.
-    live.dead = true
-    await live.worker.terminate()
-    this.#respawn()
-    return fault("timeout", `no answer within ${limitMs} ms; worker terminated`)
   }
 }
 

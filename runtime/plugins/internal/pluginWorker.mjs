@@ -1,10 +1,16 @@
 // One plugin instance in its own thread. The main thread (pluginRunner.ts) hands calls over
 // through shared memory and terminates this thread when a call overruns its time limit: the
 // Extism SDK's own timeout does not stop a wasm loop, a terminated thread does.
-// Protocol: ctrl[0] state, ctrl[1] byte length in `data`, ctrl[2] status, ctrl[3] output length,
-// ctrl[4] export index, ctrl[5] the call's timeout_ms, ctrl[6] 1 while this thread sleeps between calls. States and statuses are mirrored in
-// pluginRunner.ts. A metered module (wasmMeter.ts) gets `timeout_ms x fuelPerMs` units of fuel
-// before each call and stops deterministically when they run out (TIMEOUT), as in meteredRunner.ts.
+// Protocol (mirrored in pluginRunner.ts): one hand-off carries a batch of calls, run one after
+// another. ctrl[0] state, ctrl[1] byte length in `data` (the batch in; a host call's request and
+// reply), ctrl[6] 1 while this thread sleeps between batches, ctrl[7] the index of the call
+// running, ctrl[8] how many calls of the batch have ended, ctrl[9] how many calls the batch has,
+// ctrl[10] where in `data` a host call's bytes are; the float at byte 48 the time (ms since the
+// epoch) the running call started. In: per call [export index, timeout_ms, length] (u32) and the
+// input bytes. Out, from offset 0, written as each call ends: per call [status, output length,
+// logs length, elapsed us] (u32) and the output and log bytes. A metered module (wasmMeter.ts)
+// gets `timeout_ms x fuelPerMs` units of fuel before each call and stops deterministically when
+// they run out (TIMEOUT), as in meteredRunner.ts.
 import { parentPort, workerData } from "node:worker_threads"
 import createPlugin from "@extism/extism"
 
@@ -39,14 +45,16 @@ const ensure = (n) => {
 // A synchronous call into the main thread, which serves it and records the value it returned.
 const hostCall = (fn, arg) => {
   const req = enc.encode(JSON.stringify({ fn, arg }))
-  if (!ensure(req.length)) throw new HostFault("host call request too large")
-  data.set(req, 0)
+  // After the outputs of the calls that ended, which the main thread may still read.
+  if (!ensure(outPos + req.length)) throw new HostFault("host call request too large")
+  data.set(req, outPos)
+  ctrl[10] = outPos
   ctrl[1] = req.length
   Atomics.store(ctrl, 0, HOST)
   Atomics.notify(ctrl, 0)
   while (Atomics.load(ctrl, 0) === HOST) Atomics.wait(ctrl, 0, HOST)
   const status = ctrl[2]
-  const text = dec.decode(data.slice(0, ctrl[1]))
+  const text = dec.decode(data.slice(outPos, outPos + ctrl[1]))
   Atomics.store(ctrl, 0, CALL)
   if (status !== OK) throw new HostFault(text)
   return JSON.parse(text)
@@ -88,44 +96,87 @@ const instantiate = async () => {
   fuel = typeof fuelPerMs === "bigint" ? instance.exports[fuelExport] : null
 }
 
-const finish = (status, out) => {
+/** Where the next call's output goes in `data`. */
+let outPos = 0
+const startedAt = new Float64Array(ctrlSab, 48, 1)
+
+const putU32 = (at, n) => {
+  data[at] = n & 255
+  data[at + 1] = (n >>> 8) & 255
+  data[at + 2] = (n >>> 16) & 255
+  data[at + 3] = (n >>> 24) & 255
+}
+const getU32 = (bytes, at) => (bytes[at] | (bytes[at + 1] << 8) | (bytes[at + 2] << 16) | (bytes[at + 3] << 24)) >>> 0
+
+/** Writes one call's result after the previous one's and counts it ended. */
+const finish = (status, out, elapsedUs) => {
   const trailer = enc.encode(JSON.stringify(logs))
-  if (!ensure(out.length + trailer.length)) { status = TOO_LARGE; out = enc.encode("output too large"); }
-  data.set(out, 0)
-  data.set(trailer, out.length)
-  ctrl[1] = out.length + trailer.length
-  ctrl[2] = status
-  ctrl[3] = out.length
-  Atomics.store(ctrl, 0, DONE)
-  Atomics.notify(ctrl, 0)
+  if (!ensure(outPos + 16 + out.length + trailer.length)) {
+    status = TOO_LARGE
+    out = enc.encode("output too large")
+    if (!ensure(outPos + 16 + out.length + 2)) return false
+  }
+  const logsBytes = status === TOO_LARGE ? enc.encode("[]") : trailer
+  putU32(outPos, status)
+  putU32(outPos + 4, out.length)
+  putU32(outPos + 8, logsBytes.length)
+  putU32(outPos + 12, Math.min(0xffffffff, Math.round(elapsedUs)))
+  data.set(out, outPos + 16)
+  data.set(logsBytes, outPos + 16 + out.length)
+  outPos += 16 + out.length + logsBytes.length
+  return true
 }
 
-const runCall = async () => {
-  const fn = exports[ctrl[4]]
-  const input = data.slice(0, ctrl[1])
+const runCall = async (fn, input, timeoutMs) => {
+  const t0 = performance.now()
   allocated = 0
   errorMessage = null
   memoryExceeded = false
   logs = []
   let broken = false
-  const budget = fuel !== null ? BigInt(ctrl[5]) * fuelPerMs : 0n
+  const budget = fuel !== null ? BigInt(timeoutMs) * fuelPerMs : 0n
   if (fuel !== null) fuel.value = budget
   try {
     const out = await plugin.call(["plugin", fn], input)
-    if (errorMessage !== null) finish(PLUGIN_ERROR, enc.encode(errorMessage))
-    else if (out === null) finish(NO_OUTPUT, new Uint8Array(0))
-    else finish(OK, out.bytes())
+    const us = (performance.now() - t0) * 1000
+    if (errorMessage !== null) finish(PLUGIN_ERROR, enc.encode(errorMessage), us)
+    else if (out === null) finish(NO_OUTPUT, new Uint8Array(0), us)
+    else finish(OK, out.bytes(), us)
   } catch (e) {
     broken = true
     const nearMax = memory.buffer.byteLength / 65536 > memoryMaxPages / 2
     const outOfFuel = fuel !== null && fuel.value <= 0n
     const status = outOfFuel ? TIMEOUT : e instanceof HostFault ? HOST_FAULT : memoryExceeded || e instanceof MemoryLimit || nearMax ? MEMORY : TRAP
-    const text = outOfFuel ? `fuel budget of ${budget} units (${ctrl[5]} ms) exhausted` : (errorMessage !== null ? errorMessage + " / " : "") + (e instanceof Error ? `${e.name}: ${e.message}` : String(e))
-    finish(status, enc.encode(text))
+    const text = outOfFuel ? `fuel budget of ${budget} units (${timeoutMs} ms) exhausted` : (errorMessage !== null ? errorMessage + " / " : "") + (e instanceof Error ? `${e.name}: ${e.message}` : String(e))
+    finish(status, enc.encode(text), (performance.now() - t0) * 1000)
   }
-  // A trapped instance may be mid-allocation: never reuse it. Otherwise drop this call's blocks.
   if (broken) await instantiate()
   else await plugin.reset()
+}
+
+/** Runs every call of the batch in order, publishing each result as it ends; DONE after the last. */
+const runBatch = async () => {
+  const batch = data.slice(0, ctrl[1])
+  const count = ctrl[9]
+  outPos = 0
+  let at = 0
+  for (let i = 0; i < count; i++) {
+    const fn = exports[getU32(batch, at)]
+    const timeoutMs = getU32(batch, at + 4)
+    const len = getU32(batch, at + 8)
+    // Its own buffer: the SDK reads an input from offset 0 of its buffer.
+    const input = batch.slice(at + 12, at + 12 + len)
+    at += 12 + len
+    ctrl[7] = i
+    await runCall(fn, input, timeoutMs)
+    // The next call's start, before its predecessor counts as ended: the main thread's watchdog
+    // never pairs a call with another's start. (The main thread stamps the first.)
+    startedAt[0] = Date.now()
+    Atomics.store(ctrl, 8, i + 1)
+  }
+  ctrl[1] = outPos
+  Atomics.store(ctrl, 0, DONE)
+  Atomics.notify(ctrl, 0)
 }
 
 const loop = async () => {
@@ -146,7 +197,7 @@ const loop = async () => {
       await null
       continue
     }
-    await runCall()
+    await runBatch()
   }
 }
 
