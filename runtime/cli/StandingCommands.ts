@@ -6,10 +6,8 @@ import type { JsonValue } from "../schema/Json.js"
 import type { ArgBound, StandingScope } from "../schema/StandingGrant.js"
 import { ask, CliError, connectClient } from "./Connect.js"
 import { ExitCode, exitOfReply } from "./Exit.js"
+import { json, keyOpt, principalOpt } from "./SignerOptions.js"
 
-const principalOpt = Options.text("principal").pipe(Options.withDescription("the principal you sign as (registered in the profile)"))
-const keyOpt = Options.file("key", { exists: "yes" }).pipe(Options.optional, Options.withDescription("key file from `wk keygen` (default: the principal's dev key, development only)"))
-const json = Options.boolean("json").pipe(Options.withDescription("print the reply as JSON"))
 const bounds = (name: string, what: string) => Options.text(name).pipe(Options.repeated, Options.withDescription(`${what} (FIELD=VALUE; repeatable)`))
 
 /** `FIELD=VALUE` split, the value read as JSON when it parses (numbers, true, "quoted") and as text otherwise. */

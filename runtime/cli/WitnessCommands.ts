@@ -5,13 +5,11 @@ import type { Delivery } from "../client/Client.js"
 import type { JsonValue } from "../schema/Json.js"
 import { ask, CliError, connectClient } from "./Connect.js"
 import { ExitCode, exitOfReply } from "./Exit.js"
+import { json, keyOpt, principalOpt } from "./SignerOptions.js"
 import { readHeld, stateOf } from "./HeldCommands.js"
 import { presentationDigest } from "../schema/Canonical.js"
 
 const heldIdArg = Args.text({ name: "held_id" }).pipe(Args.withDescription("the held call, as `wk propose` or `wk held ls` prints it"))
-const principalOpt = Options.text("principal").pipe(Options.withDescription("the principal you sign as (registered in the profile)"))
-const keyOpt = Options.file("key", { exists: "yes" }).pipe(Options.optional, Options.withDescription("key file from `wk keygen` (default: the principal's dev key, development only)"))
-const json = Options.boolean("json").pipe(Options.withDescription("print the reply as JSON"))
 
 /** Asks on a terminal; without one (a pipe, CI) the answer is no unless --yes was given. */
 const confirm = (question: string) =>
