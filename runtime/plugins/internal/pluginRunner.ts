@@ -7,6 +7,7 @@
 // runs here too, under its fuel budget, so no plugin ever runs on the kernel's event loop.
 import { Worker } from "node:worker_threads"
 import type { JsonValue } from "../../schema/Json.js"
+import { getU32, putU32 } from "./u32.mjs"
 import { FuelExport } from "./wasmMeter.js"
 
 const IDLE = 0, CALL = 1, DONE = 2, HOST = 3, HOST_REPLY = 4
@@ -138,13 +139,6 @@ interface Pending {
   readonly resolve: (outcome: RawOutcome) => void
 }
 
-const putU32 = (data: Uint8Array, at: number, n: number) => {
-  data[at] = n & 255
-  data[at + 1] = (n >>> 8) & 255
-  data[at + 2] = (n >>> 16) & 255
-  data[at + 3] = (n >>> 24) & 255
-}
-const getU32 = (data: Uint8Array, at: number) => (data[at]! | (data[at + 1]! << 8) | (data[at + 2]! << 16) | (data[at + 3]! << 24)) >>> 0
 
 /**
  * A persistent worker running one plugin; its calls run one after another. The calls waiting

@@ -13,6 +13,7 @@
 // they run out (TIMEOUT), as in meteredRunner.ts.
 import { parentPort, workerData } from "node:worker_threads"
 import createPlugin from "@extism/extism"
+import { getU32, putU32 } from "./u32.mjs"
 
 const IDLE = 0, CALL = 1, DONE = 2, HOST = 3, HOST_REPLY = 4
 const OK = 0, TRAP = 1, MEMORY = 2, PLUGIN_ERROR = 3, NO_OUTPUT = 4, HOST_FAULT = 5, TOO_LARGE = 6, TIMEOUT = 7
@@ -100,13 +101,6 @@ const instantiate = async () => {
 let outPos = 0
 const startedAt = new Float64Array(ctrlSab, 48, 1)
 
-const putU32 = (at, n) => {
-  data[at] = n & 255
-  data[at + 1] = (n >>> 8) & 255
-  data[at + 2] = (n >>> 16) & 255
-  data[at + 3] = (n >>> 24) & 255
-}
-const getU32 = (bytes, at) => (bytes[at] | (bytes[at + 1] << 8) | (bytes[at + 2] << 16) | (bytes[at + 3] << 24)) >>> 0
 
 /** Writes one call's result after the previous one's and counts it ended. */
 const finish = (status, out, elapsedUs) => {
@@ -117,10 +111,10 @@ const finish = (status, out, elapsedUs) => {
     if (!ensure(outPos + 16 + out.length + 2)) return false
   }
   const logsBytes = status === TOO_LARGE ? enc.encode("[]") : trailer
-  putU32(outPos, status)
-  putU32(outPos + 4, out.length)
-  putU32(outPos + 8, logsBytes.length)
-  putU32(outPos + 12, Math.min(0xffffffff, Math.round(elapsedUs)))
+  putU32(data, outPos, status)
+  putU32(data, outPos + 4, out.length)
+  putU32(data, outPos + 8, logsBytes.length)
+  putU32(data, outPos + 12, Math.min(0xffffffff, Math.round(elapsedUs)))
   data.set(out, outPos + 16)
   data.set(logsBytes, outPos + 16 + out.length)
   outPos += 16 + out.length + logsBytes.length
