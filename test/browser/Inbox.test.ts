@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { existsSync } from "node:fs"
 import { join } from "node:path"
 import { tmpdir } from "node:os"
 import { randomBytes } from "node:crypto"
-import { chromium, type Browser, type Page } from "playwright-core"
+import type { Browser, Page } from "playwright-core"
 import { jetstream } from "@nats-io/jetstream"
 import { devKeyPair } from "../../runtime/client/DevKeys.js"
 import { repoRoot } from "../../runtime/cli/Paths.js"
@@ -11,11 +10,11 @@ import { Streams, Subjects } from "../../runtime/schema/Subjects.js"
 import type { Profile } from "../../runtime/schema/Profile.js"
 import { gatewayProfile, getAs, post, signedAs, startGatewayHarness, transfer, type GatewayHarness } from "../gateway/GatewayHarness.js"
 import { eventually } from "../support/Stream.js"
+import { inboxAs as openInbox, launchChromium, openHeld } from "./InboxPage.js"
 
 // The approval inbox in a real Chromium against the gateway on localhost: keys are imported and
 // signatures made in the page; the bank is the judge of what ran. The profile is the README's:
 // a transfer over 1,000 needs (a person and the fraud service) or break-glass, compliance vetoes.
-const ChromiumPath = process.env["WK_CHROMIUM"] ?? "/usr/bin/chromium"
 /** WK_SCREENSHOTS=1 rewrites docs/inbox-390.png and docs/inbox-1440.png; otherwise they go to a temp dir. */
 const ScreenshotDir = process.env["WK_SCREENSHOTS"] === "1" ? join(repoRoot, "docs") : tmpdir()
 let h: GatewayHarness
@@ -36,39 +35,15 @@ const inboxProfile = (): Profile => {
 }
 
 beforeAll(async () => {
-  // No silent skip: without Chromium this suite fails and says how to get it.
-  if (!existsSync(ChromiumPath)) throw new Error(`Chromium not found at ${ChromiumPath}: apt-get install -y chromium (or set WK_CHROMIUM)`)
+  browser = await launchChromium()
   h = await startGatewayHarness(inboxProfile())
-  browser = await chromium.launch({ executablePath: ChromiumPath, headless: true, args: ["--no-sandbox", "--disable-dev-shm-usage"] })
 }, 90_000)
 afterAll(async () => {
   await browser?.close()
   await h?.stop()
 })
 
-/** Opens the inbox as a witness: imports its dev key through the form (kept as a non-extractable key in IndexedDB). */
-const inboxAs = async (principal: string, klass: string, viewport = { width: 1440, height: 900 }): Promise<Page> => {
-  const context = await browser.newContext({ viewport })
-  const page = await context.newPage()
-  page.on("pageerror", (e) => console.error(`page error (${principal}):`, e.message))
-  // The inbox confirms in the page, never with a browser dialog.
-  page.on("dialog", (d) => {
-    console.error(`unexpected dialog (${principal}): ${d.message()}`)
-    void d.dismiss()
-  })
-  await page.goto(`${h.url}/inbox/`)
-  await page.fill("#principal", principal)
-  await page.fill("#klass", klass)
-  await page.fill("#secret", Buffer.from(devKeyPair(principal).secretKey).toString("base64"))
-  await page.click("#save-identity")
-  await page.waitForSelector(`#identity-status:has-text("signing as ${principal}")`)
-  return page
-}
-
-const openHeld = async (page: Page, heldId: string) => {
-  await page.click(`#held-list li[data-held-id="${heldId}"] a`, { timeout: 15_000 })
-  await page.waitForSelector(`#digest-held_id:has-text("${heldId}")`, { state: "attached" })
-}
+const inboxAs = (principal: string, klass: string, viewport?: { width: number; height: number }) => openInbox(browser, h.url, principal, klass, viewport)
 
 /** Asks to sign `decision` (with `reason`), checks nothing was sent yet, and returns what the confirmation restates. */
 const askToSign = async (page: Page, decision: "approve" | "reject", reason?: string): Promise<string> => {

@@ -1,23 +1,20 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { existsSync } from "node:fs"
 import { randomBytes } from "node:crypto"
-import { chromium, type Browser, type Page } from "playwright-core"
-import { devKeyPair } from "../../runtime/client/DevKeys.js"
+import type { Browser, Page } from "playwright-core"
 import { getAs, post, signedAs, startGatewayHarness, type GatewayHarness } from "../gateway/GatewayHarness.js"
 import { eventually } from "../support/Stream.js"
+import { inboxAs as openInbox, launchChromium, openHeld } from "./InboxPage.js"
 
 // The inbox's other answers to a held call, in a real Chromium against the gateway: edit the
 // arguments, extend the expiry, approve several calls in one signed batch, approve calls like
 // this one in advance (a standing approval). Signatures are made in the page; the bank and the
 // kernel's view of each call are the judges.
-const ChromiumPath = process.env["WK_CHROMIUM"] ?? "/usr/bin/chromium"
 let h: GatewayHarness
 let browser: Browser
 
 beforeAll(async () => {
-  if (!existsSync(ChromiumPath)) throw new Error(`Chromium not found at ${ChromiumPath}: apt-get install -y chromium (or set WK_CHROMIUM)`)
+  browser = await launchChromium()
   h = await startGatewayHarness()
-  browser = await chromium.launch({ executablePath: ChromiumPath, headless: true, args: ["--no-sandbox", "--disable-dev-shm-usage"] })
 }, 90_000)
 afterAll(async () => {
   await browser?.close()
@@ -36,21 +33,7 @@ const heldCall = async (to: string, amount: number, preferences?: Record<string,
 }
 const view = async (id: string) => (await getAs(h.url, "agent:alice", `/held/${id}`)).body["held"] as Record<string, any>
 
-const inboxAs = async (principal: string, klass: string): Promise<Page> => {
-  const page = await (await browser.newContext({ viewport: { width: 1440, height: 900 } })).newPage()
-  page.on("pageerror", (e) => console.error(`page error (${principal}):`, e.message))
-  await page.goto(`${h.url}/inbox/`)
-  await page.fill("#principal", principal)
-  await page.fill("#klass", klass)
-  await page.fill("#secret", Buffer.from(devKeyPair(principal).secretKey).toString("base64"))
-  await page.click("#save-identity")
-  await page.waitForSelector(`#identity-status:has-text("signing as ${principal}")`)
-  return page
-}
-const openHeld = async (page: Page, heldId: string) => {
-  await page.click(`#held-list li[data-held-id="${heldId}"] a`, { timeout: 15_000 })
-  await page.waitForSelector(`#digest-held_id:has-text("${heldId}")`, { state: "attached" })
-}
+const inboxAs = (principal: string, klass: string) => openInbox(browser, h.url, principal, klass)
 
 describe("inbox actions in Chromium", () => {
   it("edit: carol changes the amount; the edited call is a new generation that dave's approval runs once with the edited amount", async () => {
