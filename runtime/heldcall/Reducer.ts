@@ -34,6 +34,13 @@ export const reduce = (heldId: string, events: Iterable<SequencedEvent>, from?: 
   return facts
 }
 
+/** `facts` with uncommitted `events` folded in, on the same committed sequence (a view of work not yet committed). */
+export const foldUncommitted = (facts: HeldCallFacts, events: ReadonlyArray<HeldEvent>): HeldCallFacts => {
+  let f = facts
+  events.forEach((event, index) => (f = evolve(f, { seq: facts.last_seq, index, event })))
+  return f
+}
+
 const apply = (f: HeldCallFacts, e: HeldEvent): HeldCallFacts => {
   switch (e.type) {
     case "call.proposed": {

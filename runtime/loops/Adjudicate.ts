@@ -13,7 +13,7 @@ import { callDigest, contractDigest, jcsDigest } from "../schema/Canonical.js"
 import type { CallAdjudicated, CallDenied, CallHeld, CallRepresented, HeldEvent } from "../schema/Events.js"
 import type { HeldCallFacts } from "../schema/Facts.js"
 import type { JsonObject } from "../schema/Json.js"
-import { evolve } from "../heldcall/Reducer.js"
+import { foldUncommitted } from "../heldcall/Reducer.js"
 import { registryOf } from "../policy/ActivePolicy.js"
 import { eventOf } from "./Actions.js"
 import { standingApprovals } from "./StandingApprovals.js"
@@ -99,9 +99,7 @@ export const adjudicate = (f: HeldCallFacts, policy: ActivePolicy) =>
     const held = events.find((e): e is typeof CallHeld.Type => e.type === "call.held")
     if (held === undefined) return { events, committed: null } satisfies Adjudicated as Adjudicated
     // A standing approval that covers the call is its witness's approval from the hold on.
-    let heldFacts = f
-    events.forEach((event, index) => (heldFacts = evolve(heldFacts, { seq: f.last_seq, index, event })))
-    events.push(...(yield* standingApprovals(heldFacts, registryOf(policy), now)))
+    events.push(...(yield* standingApprovals(foldUncommitted(f, events), registryOf(policy), now)))
     const watch = effectivePreferences(policy, spec.principal, spec.preferences).cancel_on_disconnect === true
     const committed = Effect.gen(function* () {
       // The parked call's timers (expiry, fallback) live in its wake.

@@ -11,7 +11,7 @@ import { Admission } from "../policy/Admission.js"
 import { classesOf, type ActivePolicy } from "../policy/ActivePolicy.js"
 import { KernelConfig } from "../KernelConfig.js"
 import { reconcile, type Action, type ReconcileContext } from "../heldcall/Reconciler.js"
-import { evolve } from "../heldcall/Reducer.js"
+import { foldUncommitted as fold } from "../heldcall/Reducer.js"
 import type { HeldEvent } from "../schema/Events.js"
 import type { HeldCallFacts } from "../schema/Facts.js"
 import { quiescent } from "../heldcall/Facts.js"
@@ -273,12 +273,5 @@ export const makeDriver = Effect.gen(function* () {
 
   return Driver.of({ drive, driveFrom })
 })
-
-/** `facts` with `events` folded in, on the same committed sequence (a view of uncommitted work). */
-const fold = (facts: HeldCallFacts, events: ReadonlyArray<HeldEvent>): HeldCallFacts => {
-  let f = facts
-  events.forEach((event, index) => (f = evolve(f, { seq: facts.last_seq, index, event })))
-  return f
-}
 
 export const layerDriver = Layer.effect(Driver, makeDriver)
