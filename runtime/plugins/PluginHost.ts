@@ -8,7 +8,8 @@ import { PluginLoadError } from "./PluginError.js"
 import { pinLabel, resolvePin, type PluginPin, type ResolvedPin } from "../schema/PluginPin.js"
 import { type PluginArtifact, PluginSource } from "./PluginSource.js"
 import { capMemory } from "./internal/wasmBinary.js"
-import { FuelPerMs } from "./internal/meteredRunner.js"
+import { FuelPerMs, MeteredRunner } from "./internal/meteredRunner.js"
+import { InlineFirstRunner } from "./internal/inlineFirstRunner.js"
 import { meterModule } from "./internal/wasmMeter.js"
 import type { HostHandler, RawOutcome, Runner, RunnerSpec } from "./internal/pluginRunner.js"
 import { RunnerPool } from "./internal/runnerPool.js"
@@ -21,7 +22,11 @@ export interface LoadedPlugin {
   /** sha256 of the wasm bytes (the plugin's identity). */
   readonly digest: string
   readonly manifest: PluginManifest
-  /** How a call is bounded: a fuel budget (deterministic), or only the watchdog that terminates its worker at `timeout_ms`. Both run on worker threads. */
+  /**
+   * How a call is bounded: a fuel budget (deterministic), or only the watchdog that terminates its
+   * worker at `timeout_ms`. A metered call spends at most a small part of its fuel on the event
+   * loop before it moves to a worker thread; a worker call never runs on the event loop.
+   */
   readonly isolation: "metered" | "worker"
   readonly runner: Runner
 }
@@ -147,13 +152,27 @@ export const makePluginHost = Effect.gen(function* () {
       // KV and counter reads are asynchronous (NATS), so those plugins need a thread that can block.
       const asyncHost = pin.capabilities.host_functions.some((c) => c === "kv" || c === "counter")
       const metered = pin.isolation === "auto" && !asyncHost ? meterModule(patched.bytes) : undefined
-      // Either way the plugin runs on worker threads, never on the kernel's event loop.
+      // The workers: every call of a worker plugin, and the metered calls that need more than the inline fuel.
       const start = (s: RunnerSpec) => Effect.tryPromise({ try: () => RunnerPool.start(s), catch: (e) => fail("instantiate_failed", e instanceof Error ? e.message : String(e)) })
+      // A metered plugin with no effectful host function answers most calls on the event loop
+      // under a small fuel budget and the rest on its workers (internal/inlineFirstRunner.ts).
+      const inlineFirst = (m: WebAssembly.Module, workers: Runner) =>
+        hostFunctions.includes(HostImportOf.publish)
+          ? Effect.succeed<Runner>(workers)
+          : Effect.tryPromise({
+              try: () => MeteredRunner.start({ label: spec.label, module: m, exports: spec.exports, hostFunctions, memoryMaxPages: spec.memoryMaxPages }),
+              catch: (e) => fail("instantiate_failed", e instanceof Error ? e.message : String(e))
+            }).pipe(
+              Effect.map((inline): Runner => new InlineFirstRunner(inline, workers)),
+              Effect.tapError(() => Effect.promise(() => workers.close()))
+            )
       const started: { runner: Runner; isolation: LoadedPlugin["isolation"] } =
         metered !== undefined && metered.ok
           ? {
               isolation: "metered",
-              runner: yield* compile(`${pin.sha256}:${pin.memory_max_pages}:metered`, metered.bytes).pipe(Effect.flatMap((m) => start({ ...spec, module: m, fuelPerMs: FuelPerMs })))
+              runner: yield* compile(`${pin.sha256}:${pin.memory_max_pages}:metered`, metered.bytes).pipe(
+                Effect.flatMap((m) => Effect.flatMap(start({ ...spec, module: m, fuelPerMs: FuelPerMs }), (workers) => inlineFirst(m, workers)))
+              )
             }
           : { isolation: "worker", runner: yield* start({ ...spec, module }) }
       const runner = started.runner

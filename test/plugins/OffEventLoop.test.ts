@@ -1,5 +1,5 @@
-// Plugins never run on the kernel's event loop: a metered plugin spending its whole fuel budget
-// leaves timers (and every other call) running, and a busy plugin's next call gets a worker of
+// Plugins spend at most their inline fuel on the kernel's event loop: a metered plugin spending its
+// whole fuel budget leaves timers (and every other call) running, and a busy plugin's next call gets a worker of
 // its own instead of queuing behind the long one.
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
