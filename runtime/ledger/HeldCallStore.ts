@@ -57,6 +57,8 @@ export class HeldCallStore extends Context.Tag("wk/HeldCallStore")<
     readonly peek: (heldId: string) => Loaded | undefined
     /** Runs `effect` with no other fiber of this process working on the same held call. */
     readonly serialized: <A, E, R>(heldId: string, effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+    /** Resolves when the work this process has serialized on the call ends; undefined when there is none. */
+    readonly whenIdle: (heldId: string) => Promise<void> | undefined
   }
 >() {}
 
@@ -164,7 +166,7 @@ export const makeHeldCallStore = Effect.gen(function* () {
       )
     })
 
-  return HeldCallStore.of({ load, replay, append, project, peek: (heldId) => recent.get(heldId), serialized })
+  return HeldCallStore.of({ load, replay, append, project, peek: (heldId) => recent.get(heldId), serialized, whenIdle: (heldId) => locks.get(heldId) })
 })
 
 export const layerHeldCallStore = Layer.effect(HeldCallStore, makeHeldCallStore)

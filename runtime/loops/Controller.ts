@@ -1,4 +1,4 @@
-import { Effect, Stream } from "effect"
+import { Effect, Runtime, Stream } from "effect"
 import { errorFields, log } from "../observability/Log.js"
 import { kernelMetrics } from "../observability/KernelMetrics.js"
 import { HeldCallStore } from "../ledger/HeldCallStore.js"
@@ -21,6 +21,7 @@ export const runController = (opts: { readonly concurrency?: number; readonly ac
     const ackWaitMs = opts.ackWaitMs ?? 5_000
     const wakes = yield* (yield* WakeQueue).consume({ ackWaitMs })
     const semaphore = yield* Effect.makeSemaphore(opts.concurrency ?? 64)
+    const runtime = yield* Effect.runtime<never>()
 
     const isSettled = (heldId: string) => {
       const cached = store.peek(heldId)
@@ -54,22 +55,37 @@ export const runController = (opts: { readonly concurrency?: number; readonly ac
       // looked at when its lease ends (recovery if it died), not read while it finishes.
       const driving = msg.redelivered ? null : msg.driving
       if (driving !== null && driving.owner !== owner) return Effect.sync(() => msg.nak(Math.max(1, driving.until - Date.now() + 10)))
-      return Effect.zipRight(
-        semaphore.take(1),
-        Effect.forkDaemon(
-          handle(msg).pipe(
-            Effect.catchAllDefect((d) =>
-              Effect.sync(() => {
-                kernelMetrics.defects.inc({ loop: "controller" })
-                log.error({ loop: "controller", held_id: msg.heldId, deliveries: msg.deliveries, ...errorFields(d) }, "controller defect")
-                conclude(msg, afterDefect(msg.deliveries, errorFields(d).err))
-              })
-            ),
-            Effect.ensuring(semaphore.release(1))
-          )
+      // This process wrote the wake as it claimed the call and is driving it now (an ALLOW's
+      // wake): acked once that drive leaves the call settled, with no fiber of its own; handled
+      // like any other wake when the drive ends with work left.
+      const local = driving !== null ? store.whenIdle(msg.heldId) : undefined
+      if (local !== undefined)
+        return Effect.sync(() => {
+          const keepAlive = setInterval(() => msg.working(), Math.max(500, ackWaitMs / 2))
+          void local.then(() => {
+            clearInterval(keepAlive)
+            if (isSettled(msg.heldId)) msg.ack()
+            else Runtime.runFork(runtime)(semaphore.withPermits(1)(handled(msg)))
+          })
+        })
+      return forked(msg)
+    }
+
+    /** A wake handled, a defect concluded as one delivery that died. */
+    const handled = (msg: WakeDelivery): Effect.Effect<void> =>
+      handle(msg).pipe(
+        Effect.catchAllDefect((d) =>
+          Effect.sync(() => {
+            kernelMetrics.defects.inc({ loop: "controller" })
+            log.error({ loop: "controller", held_id: msg.heldId, deliveries: msg.deliveries, ...errorFields(d) }, "controller defect")
+            conclude(msg, afterDefect(msg.deliveries, errorFields(d).err))
+          })
         )
       )
-    }
+
+    /** Handles a wake on a fiber of its own, at most `concurrency` at a time. */
+    const forked = (msg: WakeDelivery): Effect.Effect<void> =>
+      Effect.zipRight(semaphore.take(1), Effect.forkDaemon(handled(msg).pipe(Effect.ensuring(semaphore.release(1)))))
 
     yield* Stream.runForEach(wakes, dispatch).pipe(
       Effect.catchAllCause((cause) => Effect.sync(() => (kernelMetrics.defects.inc({ loop: "controller" }), log.error({ loop: "controller", err: String(cause) }, "controller stopped")))),

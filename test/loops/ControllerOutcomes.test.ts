@@ -1,8 +1,11 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, TestClock } from "effect"
+import { Deferred, Effect, Layer, TestClock } from "effect"
 import { afterDefect, runController, TerminalAfterDefects } from "../../runtime/loops/Controller.js"
 import { Driver } from "../../runtime/loops/Driver.js"
-import { layerMemoryHeldCallStore } from "../../runtime/ledger/memory/MemoryHeldCallStore.js"
+import { layerMemoryHeldCallStore, makeMemoryHeldCallStore } from "../../runtime/ledger/memory/MemoryHeldCallStore.js"
+import { HeldCallStore } from "../../runtime/ledger/HeldCallStore.js"
+import { initialFacts } from "../../runtime/heldcall/Facts.js"
+import type { HeldCallFacts } from "../../runtime/schema/Facts.js"
 import { layerMemoryWakes, MemoryWakeQueue } from "../../runtime/ledger/memory/MemoryWakes.js"
 import { Wakes } from "../../runtime/ledger/Wakes.js"
 import { LedgerError } from "../../runtime/ledger/LedgerError.js"
@@ -52,5 +55,50 @@ describe("controller outcomes", () => {
       expect(view.pending()).toEqual([])
       expect((yield* Effect.promise(terminalCount)) - before).toBe(1)
     }).pipe(Effect.provide(layer))
+  )
+})
+
+// A wake this process wrote as it claimed a call it is still driving (an ALLOW's recovery wake)
+// waits for that drive, with no fiber or drive of its own: acked when the drive left the call
+// settled, handled like any other wake when it did not. A crash before the drive ends leaves the
+// wake unacked, so it comes back after the ack wait (the recovery tests kill the process).
+describe("a wake of a call this process is driving", () => {
+  const localDrives = new Map<string, number>()
+  const settledFacts = { ...initialFacts("h_settled"), lifecycle: "completed", execution: "effect-recorded", result_admission: "admitted", continuation_delivery: "none" } as HeldCallFacts
+  const layerCountingDriver = Layer.succeed(
+    Driver,
+    Driver.of({
+      drive: (heldId) => Effect.sync(() => (localDrives.set(heldId, (localDrives.get(heldId) ?? 0) + 1), { facts: null, requeueMs: null })),
+      driveFrom: () => Effect.dieMessage("not used")
+    })
+  )
+  // The memory store, with h_settled's cached facts those of a call that needs nothing more once its drive settled it.
+  let driveSettled = false
+  const layerStore = Layer.effect(
+    HeldCallStore,
+    Effect.map(makeMemoryHeldCallStore, (store) => HeldCallStore.of({ ...store, peek: (heldId) => (heldId === "h_settled" && driveSettled ? { facts: settledFacts, revision: 0 } : store.peek(heldId)) }))
+  )
+  const local = Layer.mergeAll(layerCountingDriver, layerStore, layerMemoryWakes, layerKernelConfig({ owner: "kernel-a" }))
+
+  it.scoped("given the drive holds the call, when its wake arrives, then nothing happens until the drive ends; then a settled call's wake is acked undriven and an unsettled one is driven once", () =>
+    Effect.gen(function* () {
+      const wakes = yield* Wakes
+      const view = yield* MemoryWakeQueue
+      const store = yield* HeldCallStore
+      yield* runController({ ackWaitMs: 30_000 })
+      const release = yield* Deferred.make<void>()
+      // The local drives: each holds its call until released.
+      for (const id of ["h_settled", "h_open"]) yield* Effect.forkScoped(store.serialized(id, Deferred.await(release).pipe(Effect.tap(() => Effect.sync(() => (driveSettled = true))))))
+      yield* Effect.yieldNow()
+      yield* Effect.forEach(["h_settled", "h_open"], (id) => wakes.begin(id, { owner: "kernel-a", until: Date.now() + 30_000 }), { discard: true })
+      yield* TestClock.adjust("10 millis")
+      expect(localDrives.size).toBe(0)
+      expect([...view.pending()].sort()).toEqual(["h_open", "h_settled"])
+      yield* Deferred.succeed(release, undefined)
+      for (let i = 0; i < 10 && view.pending().length > 0; i++) yield* TestClock.adjust("10 millis")
+      expect(view.pending()).toEqual([])
+      expect(localDrives.get("h_settled")).toBeUndefined()
+      expect(localDrives.get("h_open")).toBe(1)
+    }).pipe(Effect.provide(local))
   )
 })

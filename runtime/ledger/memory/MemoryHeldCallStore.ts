@@ -64,7 +64,8 @@ export const makeMemoryHeldCallStore = Effect.sync(() => {
       const f = facts.get(heldId)
       return f === undefined ? undefined : { facts: f, revision: 0 }
     },
-    serialized: lock
+    serialized: lock.run,
+    whenIdle: lock.whenIdle
   })
 })
 
