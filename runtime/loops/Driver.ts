@@ -8,7 +8,7 @@ import { Wakes } from "../ledger/Wakes.js"
 import { PolicyStore } from "../policy/PolicyStore.js"
 import { Adjudicator } from "../policy/Adjudicator.js"
 import { Admission } from "../policy/Admission.js"
-import { classesOf, type ActivePolicy } from "../policy/ActivePolicy.js"
+import { registryOf, type ActivePolicy } from "../policy/ActivePolicy.js"
 import { KernelConfig } from "../KernelConfig.js"
 import { reconcile, type Action, type ReconcileContext } from "../heldcall/Reconciler.js"
 import { foldUncommitted as fold } from "../heldcall/Reducer.js"
@@ -90,10 +90,7 @@ export const makeDriver = Effect.gen(function* () {
   const contextFor = (policy: ActivePolicy, uncommitted: number): ReconcileContext => ({
     now: Date.now(),
     policyEpoch: policy.epoch,
-    classesOf: (p) => classesOf(policy, p),
-    keysOf: (p) => policy.principals.get(p)?.keys ?? [],
-    principals: () => [...policy.principals.keys()],
-    namespaceOf: (p) => policy.principals.get(p)?.namespace,
+    ...registryOf(policy),
     delivery,
     uncommitted
   })

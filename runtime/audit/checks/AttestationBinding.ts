@@ -1,4 +1,4 @@
-import { activePolicy, classesOf, registryOf, type ActivePolicy } from "../../policy/ActivePolicy.js"
+import { activePolicy, registryOf, type ActivePolicy } from "../../policy/ActivePolicy.js"
 import { countingApprovals } from "../../heldcall/Counting.js"
 import { satisfies } from "../../heldcall/WitnessRuleEval.js"
 import type { Evidence, HeldCallFacts } from "../../schema/Facts.js"
@@ -116,8 +116,8 @@ export const attestationBinding: HeldCheck = {
  */
 const removedKeyApprovals = (f: HeldCallFacts, policy: ActivePolicy, now: number): ReadonlyArray<Evidence> => {
   if (f.verdict !== "REQUIRE_WITNESS" || f.active_rule === null) return []
-  const registry = { now, classesOf: (p: string) => classesOf(policy, p), principals: () => [...policy.principals.keys()], namespaceOf: (p: string) => policy.principals.get(p)?.namespace }
-  const registered = countingApprovals(f, { ...registry, keysOf: (p) => policy.principals.get(p)?.keys ?? [] })
+  const registry = { ...registryOf(policy), now }
+  const registered = countingApprovals(f, registry)
   const claimed = countingApprovals(f, { ...registry, keysOf: (p) => f.evidence.filter((e) => e.witness === p).map((e) => e.key) })
   if (!satisfies(f.active_rule, claimed) || satisfies(f.active_rule, registered)) return []
   return claimed.filter((e) => !registered.includes(e))
