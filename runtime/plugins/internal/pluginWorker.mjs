@@ -101,7 +101,6 @@ const instantiate = async () => {
 let outPos = 0
 const startedAt = new Float64Array(ctrlSab, 48, 1)
 
-
 /** Writes one call's result after the previous one's and counts it ended. */
 const finish = (status, out, elapsedUs) => {
   const trailer = enc.encode(JSON.stringify(logs))
