@@ -5,6 +5,7 @@ import { canonicalize } from "../schema/Canonical.js"
 import { joinTerms } from "../schema/EvidenceTerm.js"
 import type { Reason, Verdict } from "../schema/Events.js"
 import type { WitnessContract, WitnessRule } from "../schema/WitnessContract.js"
+import { joinRules } from "../schema/WitnessRule.js"
 import type { AdjudicatorVerdict, AdmitVerdict } from "./StageIO.js"
 
 /**
@@ -12,14 +13,16 @@ import type { AdjudicatorVerdict, AdmitVerdict } from "./StageIO.js"
  * - `authority` (the default): an adjudicate-stage plugin of the floor or organization layer, or
  *   the grant itself when those layers pin none. Only these lift the default-deny floor.
  * - `rule`: a built-in rule of the floor or organization layer. It restricts (an ALLOW is no
- *   opinion) and its contract stands in for the default one.
+ *   opinion) and its contract stands in for the default one whenever the call is held, by the
+ *   rule or by anything else: the rule says how its tool is witnessed.
  * - `narrowing`: a rule or plugin of a project or user layer. It restricts (an ALLOW is no
  *   opinion) and its contract is added to the others (joined with `all`), never standing in
- *   for the default one. So a narrowing layer can only keep or narrow an outcome.
+ *   for the default one. A narrowing rule's contract, like a `rule`'s, applies whoever holds
+ *   the call. So a narrowing layer can only keep or narrow an outcome.
  */
 export type Role = "authority" | "rule" | "narrowing"
 
-/** One adjudicator's opinion. `contract` is read only with REQUIRE_WITNESS. */
+/** One adjudicator's opinion. An `authority` opinion's `contract` is read only with REQUIRE_WITNESS. */
 export interface Opinion {
   readonly by: string
   readonly verdict: AdjudicatorVerdict
@@ -74,7 +77,7 @@ export const ofOpinion = (o: Opinion): Folded => {
   const reasons: RankedReason[] = []
   if (o.reason !== undefined && o.reason.length > 0) reasons.push({ by: o.by, reason: o.reason, verdict })
   else if (verdict === "REQUIRE_WITNESS" || verdict === "DENY") reasons.push({ by: o.by, reason: `${verdict} (no reason given)`, verdict })
-  const contract = verdict === "REQUIRE_WITNESS" && o.contract !== undefined ? [o.contract] : []
+  const contract = o.contract !== undefined && (verdict === "REQUIRE_WITNESS" || role !== "authority") ? [o.contract] : []
   return {
     verdict,
     authority: role === "authority" ? verdict : "DEFER",
@@ -126,14 +129,14 @@ export const decide = (f: Folded, offers: ReadonlyArray<Offer> = []): Decided =>
 }
 
 /**
- * Joins witness contracts with `all`: every rule must hold, every veto class and evidence term applies. A fallback
+ * Joins witness contracts: every rule must hold (`joinRules`: each place as many times as the
+ * contract that asks for it most), every veto class and evidence term applies. A fallback
  * survives only if all contracts agree on it, or as the earliest `deny` fallback: a `route`
  * fallback could lower the bar, so it never survives a disagreement.
  */
 export const joinContracts = (contracts: ReadonlyArray<WitnessContract>): WitnessContract => {
   const set = union(contracts, [])
   if (set.length === 1) return set[0]!
-  const rules: ReadonlyArray<WitnessRule> = union(set.map((c) => c.rule), [])
   const veto = [...new Set(set.flatMap((c) => c.veto ?? []))].sort()
   const fallbacks = set.map((c) => c.fallback)
   const agreed = fallbacks.every((f) => f !== undefined && key(f) === key(fallbacks[0]))
@@ -145,7 +148,7 @@ export const joinContracts = (contracts: ReadonlyArray<WitnessContract>): Witnes
   // Every contract's evidence terms apply.
   const evidence = joinTerms(set.map((c) => c.evidence))
   return {
-    rule: rules.length === 1 ? rules[0]! : { all: rules },
+    rule: joinRules(set.map((c) => c.rule)),
     ...(routes.length > 0 ? { route: routes.length === 1 ? routes[0]! : { all: routes } } : {}),
     ...(veto.length > 0 ? { veto } : {}),
     ...(fallback !== undefined ? { fallback } : {}),

@@ -1,6 +1,7 @@
 import type { PluginPin } from "../schema/PluginPin.js"
 import { joinTerms } from "../schema/EvidenceTerm.js"
 import type { WitnessContract } from "../schema/WitnessContract.js"
+import { joinRules } from "../schema/WitnessRule.js"
 import type { PrincipalEntry, Profile, ToolRule } from "../schema/Profile.js"
 import { canonicalize, jcsDigest } from "../schema/Canonical.js"
 import type { WitnessRegistry } from "../heldcall/Counting.js"
@@ -101,7 +102,7 @@ const minDefined = (a: number | undefined, b: number | undefined): number | unde
 /** Two rules' contracts for one tool: both rules, both sets of vetoes and evidence terms. */
 const joinedRuleContract = (a: WitnessContract, b: WitnessContract): WitnessContract => {
   const evidence = joinTerms([a.evidence, b.evidence])
-  return { rule: { all: [a.rule, b.rule] }, veto: [...new Set([...(a.veto ?? []), ...(b.veto ?? [])])], ...(evidence !== undefined ? { evidence } : {}) }
+  return { rule: joinRules([a.rule, b.rule]), veto: [...new Set([...(a.veto ?? []), ...(b.veto ?? [])])], ...(evidence !== undefined ? { evidence } : {}) }
 }
 
 const stricter = (a: ToolRule | undefined, b: ToolRule): ToolRule =>

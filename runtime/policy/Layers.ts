@@ -1,7 +1,8 @@
 import type { Preferences } from "../schema/Preferences.js"
-import { joinTerms, termKey } from "../schema/EvidenceTerm.js"
+import { termKey } from "../schema/EvidenceTerm.js"
 import type { Profile, ToolRule } from "../schema/Profile.js"
 import type { WitnessContract, WitnessRule } from "../schema/WitnessContract.js"
+import { missingConjuncts } from "../schema/WitnessRule.js"
 import { pinLabel, resolvePin, type PluginPin } from "../schema/PluginPin.js"
 import { canonicalize } from "../schema/Canonical.js"
 import { activePolicy, isNarrowingProfile, tiersOf, type ActivePolicy } from "./ActivePolicy.js"
@@ -44,7 +45,7 @@ type LayerName = keyof typeof LayerRank
 /** The layer a profile belongs to; a profile without `layer` is an organization profile. */
 export const layerOf = (p: Profile): LayerName => p.layer ?? "organization"
 
-// Conjuncts of a rule: `all` nodes flattened, as canonical JSON, so join order never matters.
+// A route's conjuncts: `all` nodes flattened, as canonical JSON (a route admits a witness when every conjunct does).
 const conjuncts = (r: WitnessRule): ReadonlyArray<string> => ("all" in r ? r.all.flatMap(conjuncts) : [stable(r)])
 const stable = (v: unknown): string =>
   Array.isArray(v) ? `[${v.map(stable).join(",")}]` : v !== null && typeof v === "object" ? `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${stable((v as Record<string, unknown>)[k])}`).join(",")}}` : JSON.stringify(v)
@@ -53,8 +54,7 @@ const contractWidenings = (field: string, before: WitnessContract | undefined, a
   if (before === undefined) return []
   if (after === undefined) return [{ field, message: "the witness contract is removed" }]
   const out: Array<Widening> = []
-  const has = new Set(conjuncts(after.rule))
-  const missing = conjuncts(before.rule).filter((c) => !has.has(c))
+  const missing = missingConjuncts(before.rule, after.rule)
   if (missing.length > 0) out.push({ field: `${field}.rule`, message: `the witness rule no longer requires ${missing.join(", ")}` })
   const veto = new Set(after.veto ?? [])
   for (const v of before.veto ?? []) if (!veto.has(v)) out.push({ field: `${field}.veto`, message: `veto class '${v}' is dropped` })
@@ -67,16 +67,8 @@ const contractWidenings = (field: string, before: WitnessContract | undefined, a
 
 const looserThreshold = (b: number | undefined, a: number | undefined): boolean => b !== undefined && (a === undefined || a > b)
 
-/**
- * How `after` loosens `before` for one tool's rule (undefined after: the rule is removed).
- * `contracts` are the witness contracts the rules ask for before and after (`ruleContract`).
- */
-export const ruleWidenings = (
-  tool: string,
-  before: ToolRule | undefined,
-  after: ToolRule | undefined,
-  contracts: { readonly before: WitnessContract | undefined; readonly after: WitnessContract | undefined } = { before: before?.contract, after: after?.contract }
-): ReadonlyArray<Widening> => {
+/** How `after` loosens `before` for one tool's rule (undefined after: the rule is removed), its contract aside (`ruleContractWidenings`). */
+const ruleWidenings = (tool: string, before: ToolRule | undefined, after: ToolRule | undefined): ReadonlyArray<Widening> => {
   if (before === undefined) return []
   const f = `rules.${tool}`
   if (after === undefined) return [{ field: f, message: `the rule for '${tool}' is removed` }]
@@ -88,23 +80,24 @@ export const ruleWidenings = (
   if (looserThreshold(before.deny_above, after.deny_above))
     out.push({ field: `${f}.deny_above`, message: `deny_above ${after.deny_above ?? "removed"} is looser than ${before.deny_above}` })
   if (before.always_witness === true && after.always_witness !== true) out.push({ field: `${f}.always_witness`, message: "always_witness is dropped" })
-  out.push(...contractWidenings(`${f}.contract`, contracts.before, contracts.after))
   return out
 }
 
 /**
- * The witness contract the rules for `tool` ask for: the floor and organization rule's contract
- * (the default one when it names none) joined with the project and user rule's (added to it).
+ * How the contracts the rules for `tool` name loosen. The floor and organization rule's contract
+ * stands in for the default one whenever a call of the tool is held, whoever holds it, so a
+ * contract named for the first time is compared with the default one; the project and user
+ * rule's contract is added to whatever else applies. Each is compared with its own earlier self.
  */
-const ruleContract = (policy: ActivePolicy, tool: string): WitnessContract | undefined => {
-  const tiers = tiersOf(policy)
-  const own = tiers.authorityRules.get(tool)
-  const narrowing = tiers.narrowingRules.get(tool)
-  if (own === undefined && narrowing === undefined) return undefined
-  const parts = [own?.contract ?? DefaultContract, ...(narrowing?.contract !== undefined ? [narrowing.contract] : [])]
-  const veto = [...new Set(parts.flatMap((c) => c.veto ?? []))]
-  const evidence = joinTerms(parts.map((c) => c.evidence))
-  return { rule: { all: parts.map((c) => c.rule) }, ...(veto.length > 0 ? { veto } : {}), ...(evidence !== undefined ? { evidence } : {}), ...(own?.contract?.fallback !== undefined ? { fallback: own.contract.fallback } : {}) }
+const ruleContractWidenings = (tool: string, b: ActivePolicy, a: ActivePolicy): ReadonlyArray<Widening> => {
+  const field = `rules.${tool}.contract`
+  const [bt, at] = [tiersOf(b), tiersOf(a)]
+  const own = { before: bt.authorityRules.get(tool)?.contract, after: at.authorityRules.get(tool)?.contract }
+  const narrowing = { before: bt.narrowingRules.get(tool)?.contract, after: at.narrowingRules.get(tool)?.contract }
+  return [
+    ...(own.before === undefined && own.after === undefined ? [] : contractWidenings(field, own.before ?? DefaultContract, own.after)),
+    ...(narrowing.before === undefined ? [] : contractWidenings(field, narrowing.before, narrowing.after))
+  ]
 }
 
 const DisclosureOrder = ["exact", "redacted"]
@@ -157,7 +150,8 @@ const pinDiff = (b: PluginPin, a: PluginPin): ReadonlyArray<string> => {
  * project or user layer only narrows (runtime/plugins/Fold.ts, role `narrowing`). A new floor
  * or organization pin widens when it can lift the floor (adjudicate, while another such plugin
  * already adjudicates: before it, the grant alone allowed), change the call (transform) or name
- * a contract that stands in for the default (witness_contract); admission and observer pins only narrow.
+ * a contract that stands in for the default (adjudicate and witness_contract); admission and
+ * observer pins only narrow.
  */
 const pinWidenings = (before: ReadonlyArray<Profile>, after: ReadonlyArray<Profile>): ReadonlyArray<Widening> => {
   const out: Array<Widening> = []
@@ -181,7 +175,13 @@ const pinWidenings = (before: ReadonlyArray<Profile>, after: ReadonlyArray<Profi
     for (const pin of added) {
       if (changed.has(pin.name)) continue
       const field = `plugins.${pin.name}`
-      if (pin.stages.includes("adjudicate") && adjudicatedBefore) out.push({ field, message: `plugin ${pinLabel(pin)} is pinned at ${where} to adjudicate: it can allow a call every other adjudicator defers on` })
+      if (pin.stages.includes("adjudicate"))
+        out.push({
+          field,
+          message: adjudicatedBefore
+            ? `plugin ${pinLabel(pin)} is pinned at ${where} to adjudicate: it can allow a call every other adjudicator defers on`
+            : `plugin ${pinLabel(pin)} is pinned at ${where} to adjudicate: the contract it holds a call with can stand in for the default one`
+        })
       if (pin.stages.includes("transform")) out.push({ field, message: `plugin ${pinLabel(pin)} is pinned at ${where} to transform: it changes the call that runs` })
       if (pin.stages.includes("witness_contract")) out.push({ field, message: `plugin ${pinLabel(pin)} is pinned at ${where} to provide witness contracts: its contract can stand in for the default one` })
     }
@@ -210,7 +210,7 @@ export const widens = (before: ReadonlyArray<Profile>, after: ReadonlyArray<Prof
     if (had.namespace !== undefined && entry.namespace !== had.namespace) out.push({ field: `principals.${name}.namespace`, message: `namespace '${had.namespace}' is ${entry.namespace === undefined ? "dropped" : `changed to '${entry.namespace}'`}` })
   }
   for (const admin of a.admins) if (!b.admins.has(admin)) out.push({ field: "admins", message: `admin '${admin}' is added` })
-  for (const [tool, rule] of [...b.rules].sort(([x], [y]) => (x < y ? -1 : 1))) out.push(...ruleWidenings(tool, rule, a.rules.get(tool), { before: ruleContract(b, tool), after: ruleContract(a, tool) }))
+  for (const tool of [...new Set([...b.rules.keys(), ...a.rules.keys()])].sort()) out.push(...ruleWidenings(tool, b.rules.get(tool), a.rules.get(tool)), ...ruleContractWidenings(tool, b, a))
   if (a.heldTtlMs > b.heldTtlMs) out.push({ field: "held_ttl_ms", message: `held_ttl_ms ${a.heldTtlMs} is longer than ${b.heldTtlMs}` })
   const bd = depthOf(before)
   const ad = depthOf(after)

@@ -11,7 +11,10 @@ export { DefaultContract }
 /** The `by` of the grant's opinion: it lifts the floor when no floor or organization plugin adjudicates. */
 export const GrantBy = "kernel:grant"
 
-/** One tool rule's opinion on a call: DENY, REQUIRE_WITNESS, or ALLOW (no objection). */
+/**
+ * One tool rule's opinion on a call: DENY, REQUIRE_WITNESS, or ALLOW (no objection). The rule's
+ * contract goes with every opinion: it says how the tool is witnessed whoever holds the call.
+ */
 export const ruleOpinion = (by: string, rule: ToolRule, args: JsonObject): Omit<Opinion, "role"> => {
   const raw = rule.amount_field === undefined ? undefined : args[rule.amount_field]
   if (rule.amount_field !== undefined && (typeof raw !== "number" || !Number.isFinite(raw) || raw < 0)) {
@@ -23,7 +26,7 @@ export const ruleOpinion = (by: string, rule: ToolRule, args: JsonObject): Omit<
     const reason = rule.always_witness === true ? "tool always needs a witness" : `amount ${amount} is over the witness threshold ${rule.witness_above}`
     return { by, verdict: "REQUIRE_WITNESS", reason, ...(rule.contract !== undefined ? { contract: rule.contract } : {}) }
   }
-  return { by, verdict: "ALLOW" }
+  return { by, verdict: "ALLOW", ...(rule.contract !== undefined ? { contract: rule.contract } : {}) }
 }
 
 /**

@@ -13,10 +13,11 @@ export const hostilePins = [
 type Applied = { status: number; held_id?: string; policy_epoch?: number; error?: { code: string; message: string } }
 
 /**
- * Opens and closes hostile-plugin windows through the protocol, the way an organization would:
- * pinning a plugin narrows (applied at once); unpinning it widens, so a second admin approves
- * the change as a held call of `kernel_policy_apply`. Each restore differs from the last (a
- * marker grant) so that every change is its own held call.
+ * Opens and closes hostile-plugin windows through the protocol, the way an organization would.
+ * Both widen: a new organization adjudicator's contract can stand in for the default one, and
+ * unpinning it drops an adjudicator. So a second admin approves each change as a held call of
+ * `kernel_policy_apply`. Each restore differs from the last (a marker grant) so that every
+ * change is its own held call.
  */
 export class HostileWindows {
   opened = 0
@@ -41,38 +42,35 @@ export class HostileWindows {
   /** Pins hostile plugin `k % 3` on top of the current policy; resolves once applied. */
   async open(k: number, deadline: number): Promise<string> {
     const { pin } = hostilePins[k % hostilePins.length]!
-    const hostile: Profile = { ...this.current, plugins: [...(this.current.plugins ?? []), pin] }
     const t0 = Date.now()
-    const r0 = await retrying(`pin ${pin.name}`, async () => {
-      const r = (await this.root.applyPolicy(hostile as never).catch((e) => { this.once(`pin ${pin.name}: ${String(e)}`); throw e })) as Applied
-      if (r.status !== 200) this.once(`pin ${pin.name}: ${JSON.stringify(r).slice(0, 300)}`)
-      if (r.status === 200) return r
-      if (r.status >= 400 && r.status < 500) throw new Error(`pin ${pin.name} refused: ${JSON.stringify(r)}`)
-      return undefined
-    }, deadline)
-    this.current = hostile
+    const attempts = await this.apply(`pin ${pin.name}`, { ...this.current, plugins: [...(this.current.plugins ?? []), pin] }, deadline)
     this.opened++
-    return `${pin.name} (${r0.attempts} attempts, ${Date.now() - t0} ms)`
+    return `${pin.name} (${attempts} attempts, ${Date.now() - t0} ms)`
   }
 
-  /** Restores the base policy (plus a marker grant); a second admin approves the widening. */
+  /** Restores the base policy (plus a marker grant). */
   async close(k: number, deadline: number): Promise<void> {
-    const grants = { ...this.base.grants, "agent:mallory": [`chaos_window_${k}`] }
-    const restored: Profile = { ...this.base, grants }
-    const proposed = await retrying("restore policy", async () => {
-      const r = (await this.root.applyPolicy(restored as never)) as Applied
+    await this.apply("restore policy", { ...this.base, grants: { ...this.base.grants, "agent:mallory": [`chaos_window_${k}`] } }, deadline)
+  }
+
+  /** Applies `profile`; when the kernel holds the change, the second admin approves it. Resolves once applied. */
+  private async apply(what: string, profile: Profile, deadline: number): Promise<number> {
+    const proposed = await retrying(what, async () => {
+      const r = (await this.root.applyPolicy(profile as never).catch((e) => { this.once(`${what}: ${String(e)}`); throw e })) as Applied
       if (r.status === 200 || r.status === 202) return r
-      if (r.status >= 400 && r.status < 500 && r.status !== 409) throw new Error(`restore refused: ${JSON.stringify(r)}`)
+      this.once(`${what}: ${JSON.stringify(r).slice(0, 300)}`)
+      if (r.status >= 400 && r.status < 500 && r.status !== 409) throw new Error(`${what} refused: ${JSON.stringify(r)}`)
       return undefined
     }, deadline)
     const heldId = proposed.value.held_id
     if (proposed.value.status === 202 && heldId !== undefined) {
-      await retrying("approve the restore", async () => {
+      await retrying(`approve: ${what}`, async () => {
         const a = await this.approver.decide(heldId, "admin")
         return a.disposition === "accepted" || a.disposition === "duplicate" || a.disposition === "stale" ? a : undefined
       }, deadline)
-      await retrying("restore applied", async () => ((await this.root.get(heldId)).held?.["lifecycle"] === "completed" ? true : undefined), deadline)
+      await retrying(`applied: ${what}`, async () => ((await this.root.get(heldId)).held?.["lifecycle"] === "completed" ? true : undefined), deadline)
     }
-    this.current = restored
+    this.current = profile
+    return proposed.attempts
   }
 }

@@ -193,3 +193,52 @@ describe("authority never widens (the kernel's decision over the shipped plugins
     )
   }, 60_000)
 })
+
+describe("authority never widens: the changes the properties found", () => {
+  const orgWith = (rules: Profile["rules"], plugins?: Profile["plugins"]): Profile =>
+    clean<Profile>({ name: "org", layer: "organization", principals, grants: { [Alice]: ["money_transfer", "payments.transfer"] }, rules, ...(plugins ? { plugins } : {}), admins: ["user:carol"] })
+  const holds = (contract?: WitnessContract) =>
+    pinOf("spend-limit", { precedence: 10, config: clean({ rules: { money_transfer: { amount_field: "amount", always_witness: true, ...(contract ? { contract } : {}) } } }) as PluginPin["config"] })
+  const quorum: WitnessContract = { rule: { quorum: { n: 2, of: [{ class: "human" }, { class: "fraud" }, { class: "finance" }] } } }
+  const humanAndFraud: WitnessContract = { rule: { all: [{ class: "human" }, { class: "fraud" }] } }
+  const transfer: Call = { tool: "money_transfer", args: { amount: 0, to: "shop" } }
+
+  it("a rule's contract applies to a call a plugin holds, so the rule holding it too changes nothing", async () => {
+    // Given a rule that names a contract but holds nothing itself, and a plugin that holds every transfer
+    const before = orgWith({ money_transfer: { amount_field: "amount", contract: quorum } }, [holds()])
+    // When the rule also holds every transfer
+    const after = orgWith({ money_transfer: { amount_field: "amount", contract: quorum, always_witness: true } }, [holds()])
+    // Then that is no widening, and the held call waits on the rule's contract either way
+    expect(widens([before], [after])).toEqual([])
+    expect((await outcome([before], transfer)).contract?.rule).toEqual(quorum.rule)
+    expect(await firstLooser([before], [after], [transfer])).toBeUndefined()
+  })
+
+  it("a rule's contract made equal to a plugin's is not absorbed into it at the price of a place", async () => {
+    // Given a rule asking for a human and a plugin asking for a human and a fraud officer
+    const before = orgWith({ money_transfer: { amount_field: "amount", contract: { rule: { class: "human" } } } }, [holds(humanAndFraud)])
+    // When the rule asks for what the plugin asks for
+    const after = orgWith({ money_transfer: { amount_field: "amount", contract: humanAndFraud } }, [holds(humanAndFraud)])
+    // Then no approval set meets the later contract that did not meet the earlier one
+    expect(widens([before], [after])).toEqual([])
+    expect(await firstLooser([before], [after], [transfer])).toBeUndefined()
+  })
+
+  it("a first adjudicate plugin pinned by the organization is a widening: its contract stands in for the default one", async () => {
+    // Given a rule that holds every transfer for the default contract (one human)
+    const before = orgWith({ money_transfer: { amount_field: "amount", always_witness: true } })
+    // When the organization pins a plugin that holds transfers for one finance officer or Carol
+    const after = orgWith({ money_transfer: { amount_field: "amount", always_witness: true } }, [holds({ rule: { any: [{ class: "finance" }, { principal: "user:carol" }] } })])
+    // Then the outcome is looser, and widens() says so
+    expect(await firstLooser([before], [after], [transfer])).toContain("satisfy")
+    expect(widens([before], [after]).map((w) => w.field)).toEqual(["plugins.spend-limit"])
+  })
+
+  it("a contract a rule names for the first time is compared with the default one", () => {
+    const before = orgWith({ money_transfer: { amount_field: "amount", always_witness: true } })
+    const after = orgWith({ money_transfer: { amount_field: "amount", always_witness: true, contract: { rule: { class: "finance" } } } })
+    expect(widens([before], [after]).map((w) => w.field)).toEqual(["rules.money_transfer.contract.rule"])
+    const added = orgWith({ money_transfer: { amount_field: "amount", always_witness: true }, "payments.transfer": { contract: { rule: { class: "finance" } } } })
+    expect(widens([before], [added]).map((w) => w.field)).toEqual(["rules.payments.transfer.contract.rule"])
+  })
+})
