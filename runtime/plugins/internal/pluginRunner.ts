@@ -7,11 +7,11 @@
 // runs here too, under its fuel budget, so no plugin ever runs on the kernel's event loop.
 import { Worker } from "node:worker_threads"
 import type { JsonValue } from "../../schema/Json.js"
+import { StatusNames } from "./pluginImports.mjs"
 import { getU32, putU32 } from "./u32.mjs"
 import { FuelExport } from "./wasmMeter.js"
 
 const IDLE = 0, CALL = 1, DONE = 2, HOST = 3, HOST_REPLY = 4
-const StatusNames = ["ok", "trap", "memory_limit", "plugin_error", "no_output", "host_fault", "too_large", "timeout"] as const
 
 /** How a raw call ended. Everything but `ok` is a fault. */
 export type RawStatus = (typeof StatusNames)[number] | "timeout" | "crashed"

@@ -10,31 +10,23 @@
 // input bytes. Out, from offset 0, written as each call ends: per call [status, output length,
 // logs length, elapsed us] (u32) and the output and log bytes. A metered module (wasmMeter.ts)
 // gets `timeout_ms x fuelPerMs` units of fuel before each call and stops deterministically when
-// they run out (TIMEOUT), as in meteredRunner.ts.
+// they run out (timeout), as in meteredRunner.ts; pluginImports.mjs links both with the same host functions.
 import { parentPort, workerData } from "node:worker_threads"
 import createPlugin from "@extism/extism"
+import { callState, faultOf, HostFault, hostImports, StatusNames } from "./pluginImports.mjs"
 import { getU32, putU32 } from "./u32.mjs"
 
 const IDLE = 0, CALL = 1, DONE = 2, HOST = 3, HOST_REPLY = 4
-const OK = 0, TRAP = 1, MEMORY = 2, PLUGIN_ERROR = 3, NO_OUTPUT = 4, HOST_FAULT = 5, TOO_LARGE = 6, TIMEOUT = 7
-const MAX_LOG_LINES = 64
-const MAX_LOG_LINE = 2048
+const [OK, PLUGIN_ERROR, NO_OUTPUT, TOO_LARGE] = ["ok", "plugin_error", "no_output", "too_large"].map((s) => StatusNames.indexOf(s))
 
 const { module, ctrl: ctrlSab, data: dataSab, exports, hostFunctions, memoryMaxPages, spinMs, fuelPerMs, fuelExport } = workerData
 const ctrl = new Int32Array(ctrlSab)
 const data = new Uint8Array(dataSab)
 const enc = new TextEncoder()
 const dec = new TextDecoder()
-const allocBudget = memoryMaxPages * 65536
-const granted = new Set(hostFunctions)
 
-let allocated = 0
-let errorMessage = null
-let memoryExceeded = false
-let logs = []
-
-class HostFault extends Error {}
-class MemoryLimit extends Error {}
+/** The running call's record of allocations, error message and log lines. */
+let state = callState()
 
 const ensure = (n) => {
   if (data.byteLength >= n) return true
@@ -61,30 +53,7 @@ const hostCall = (fn, arg) => {
   return JSON.parse(text)
 }
 
-const readText = (ctx, addr) => ctx.read(addr)?.text() ?? ""
-const pushLog = (line) => { if (logs.length < MAX_LOG_LINES) logs.push(line.slice(0, MAX_LOG_LINE)) }
-
-const user = {}
-if (granted.has("wk_log")) user.wk_log = (ctx, addr) => { pushLog(readText(ctx, addr)) }
-if (granted.has("wk_now")) user.wk_now = () => BigInt(hostCall("wk_now", null))
-if (granted.has("wk_kv_get")) user.wk_kv_get = (ctx, addr) => {
-  const value = hostCall("wk_kv_get", readText(ctx, addr))
-  return value === null ? 0n : ctx.store(String(value))
-}
-if (granted.has("wk_counter")) user.wk_counter = (ctx, addr) => Number(hostCall("wk_counter", readText(ctx, addr)))
-if (granted.has("wk_publish")) user.wk_publish = (ctx, subject, message) => { hostCall("wk_publish", { subject: readText(ctx, subject), data: readText(ctx, message) }) }
-
-const env = {
-  // Host-side blocks live outside wasm memory: count them against the same budget.
-  alloc: (ctx, n) => {
-    allocated += Number(n)
-    if (allocated > allocBudget) { memoryExceeded = true; throw new MemoryLimit(`host allocations over ${allocBudget} bytes`) }
-    return ctx.alloc(n)
-  },
-  // Keep the message instead of the SDK's error block, which is lost when the plugin then traps.
-  error_set: (ctx, addr) => { errorMessage = readText(ctx, addr) || "error" }
-}
-if (granted.has("wk_log")) for (const level of ["log_info", "log_warn", "log_debug", "log_error"]) env[level] = (ctx, addr) => { pushLog(readText(ctx, addr)) }
+const { env, user } = hostImports({ granted: new Set(hostFunctions), memoryMaxPages, state: () => state, hostCall })
 
 let plugin
 let memory
@@ -103,7 +72,7 @@ const startedAt = new Float64Array(ctrlSab, 48, 1)
 
 /** Writes one call's result after the previous one's and counts it ended. */
 const finish = (status, out, elapsedUs) => {
-  const trailer = enc.encode(JSON.stringify(logs))
+  const trailer = enc.encode(JSON.stringify(state.logs))
   if (!ensure(outPos + 16 + out.length + trailer.length)) {
     status = TOO_LARGE
     out = enc.encode("output too large")
@@ -122,26 +91,21 @@ const finish = (status, out, elapsedUs) => {
 
 const runCall = async (fn, input, timeoutMs) => {
   const t0 = performance.now()
-  allocated = 0
-  errorMessage = null
-  memoryExceeded = false
-  logs = []
+  state = callState()
   let broken = false
   const budget = fuel !== null ? BigInt(timeoutMs) * fuelPerMs : 0n
   if (fuel !== null) fuel.value = budget
   try {
     const out = await plugin.call(["plugin", fn], input)
     const us = (performance.now() - t0) * 1000
-    if (errorMessage !== null) finish(PLUGIN_ERROR, enc.encode(errorMessage), us)
+    if (state.error !== null) finish(PLUGIN_ERROR, enc.encode(state.error), us)
     else if (out === null) finish(NO_OUTPUT, new Uint8Array(0), us)
     else finish(OK, out.bytes(), us)
-  } catch (e) {
+  } catch (error) {
     broken = true
-    const nearMax = memory.buffer.byteLength / 65536 > memoryMaxPages / 2
     const outOfFuel = fuel !== null && fuel.value <= 0n
-    const status = outOfFuel ? TIMEOUT : e instanceof HostFault ? HOST_FAULT : memoryExceeded || e instanceof MemoryLimit || nearMax ? MEMORY : TRAP
-    const text = outOfFuel ? `fuel budget of ${budget} units (${timeoutMs} ms) exhausted` : (errorMessage !== null ? errorMessage + " / " : "") + (e instanceof Error ? `${e.name}: ${e.message}` : String(e))
-    finish(status, enc.encode(text), (performance.now() - t0) * 1000)
+    const { status, text } = faultOf({ error, outOfFuel, budget, timeoutMs, state, memoryPages: memory.buffer.byteLength / 65536, memoryMaxPages })
+    finish(StatusNames.indexOf(status), enc.encode(text), (performance.now() - t0) * 1000)
   }
   return broken
 }
