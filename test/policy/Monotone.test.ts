@@ -11,11 +11,12 @@ import { layerProfileSeams } from "../../runtime/policy/ProfileSeams.js"
 import { layerHostEnvMemory } from "../../runtime/plugins/HostEnv.js"
 import { layerPluginHost } from "../../runtime/plugins/PluginHost.js"
 import { layerPluginSourceDir } from "../../runtime/plugins/PluginSource.js"
-import { callDigest } from "../../runtime/schema/Canonical.js"
+import { callDigest, canonicalize } from "../../runtime/schema/Canonical.js"
 import type { JsonObject } from "../../runtime/schema/Json.js"
 import type { PluginPin } from "../../runtime/schema/PluginPin.js"
 import type { Profile, ToolRule } from "../../runtime/schema/Profile.js"
-import type { WitnessContract } from "../../runtime/schema/WitnessContract.js"
+import type { EvidenceTerm } from "../../runtime/schema/EvidenceTerm.js"
+import type { Fallback, WitnessContract, WitnessRule } from "../../runtime/schema/WitnessContract.js"
 import { HeldId, T0, given, proposed } from "../heldcall/Given.js"
 import { pinOf, pluginsRoot } from "../plugins/support.js"
 
@@ -80,6 +81,9 @@ const looser = (before: Adjudication, after: Adjudication): string | undefined =
   const dropped = (b.veto ?? []).filter((v) => !veto.has(v))
   if (dropped.length > 0) return `veto ${dropped.join(", ")} dropped`
   if (b.route !== undefined && a.route === undefined) return "the witness route is dropped"
+  const terms = new Set((a.evidence ?? []).map((t) => canonicalize(t)))
+  if ((b.evidence ?? []).some((t) => !terms.has(canonicalize(t)))) return "an evidence term is dropped"
+  if (a.fallback?.action === "route" && canonicalize(a.fallback) !== canonicalize(b.fallback ?? null)) return "a routing fallback appears or changes"
   const weaker = approvalSets.find((s) => satisfies(a.rule, s) && !satisfies(b.rule, s))
   return weaker === undefined ? undefined : `approvals ${JSON.stringify(weaker)} satisfy ${JSON.stringify(a.rule)} but not ${JSON.stringify(b.rule)}`
 }
@@ -87,13 +91,23 @@ const looser = (before: Adjudication, after: Adjudication): string | undefined =
 const opt = <A>(a: fc.Arbitrary<A>) => fc.option(a, { nil: undefined })
 const clean = <A>(a: A): A => JSON.parse(JSON.stringify(a)) as A
 const amount = fc.constantFrom(0, 400, 900, 1_500, 6_000, 40_000, 150_000)
-const contract: fc.Arbitrary<WitnessContract> = fc.constantFrom<WitnessContract>(
-  { rule: { class: "human" } },
-  { rule: { class: "human" }, veto: ["compliance"] },
-  { rule: { all: [{ class: "human" }, { class: "fraud" }] } },
-  { rule: { any: [{ class: "finance" }, { principal: "user:carol" }] }, veto: ["compliance"] },
-  { rule: { quorum: { n: 2, of: [{ class: "human" }, { class: "fraud" }, { class: "finance" }] } } }
+const witnessRule = fc.constantFrom<WitnessRule>(
+  { class: "human" },
+  { class: "human", count: 2 },
+  { principal: "user:carol" },
+  { all: [{ class: "human" }, { class: "fraud" }] },
+  { any: [{ class: "finance" }, { principal: "user:carol" }] },
+  { quorum: { n: 2, of: [{ class: "human" }, { class: "fraud" }, { class: "finance" }] } }
 )
+const ciPassed: EvidenceTerm = { name: "ci", kind: "ci-status", by: { class: "fraud" }, expect: { state: "success" } }
+const contract: fc.Arbitrary<WitnessContract> = fc
+  .record({
+    rule: witnessRule,
+    veto: opt(fc.subarray(["compliance", "fraud"], { minLength: 1 })),
+    fallback: opt(fc.constantFrom<Fallback>({ after_ms: 60_000, action: "deny" }, { after_ms: 30_000, action: "deny" }, { after_ms: 60_000, action: "route", rule: { class: "finance" } })),
+    evidence: opt(fc.constant([ciPassed]))
+  })
+  .map((c) => clean(c) as WitnessContract)
 const toolRule: fc.Arbitrary<ToolRule> = fc
   .record({ witness_above: opt(amount), deny_above: opt(amount), always_witness: opt(fc.constant(true)), contract: opt(contract) })
   .map((r) => clean({ amount_field: "amount", ...r }) as ToolRule)
