@@ -298,8 +298,8 @@ export const runSoak = async (o: SoakOptions): Promise<SoakReport> => {
     o.log("auditor replay (auditor credentials, every check, signatures)")
     const auditor = natsOptionsFromUrl(`nats://auditor:auditor-dev@${o.topology.servers.split(",")[0]}`)
     const audit: AuditReport = await Effect.runPromise(replayOver(auditor, { settleMs: 5_000 }))
-    const failedChecks = audit.checks.filter((c) => c.status === "failed").map((c) => c.name)
-    if (!audit.ok) problems.push(`audit replay failed: ${failedChecks.join(", ")}`)
+    const failed = audit.checks.filter((c) => c.status === "failed")
+    if (!audit.ok) problems.push(`audit replay failed: ${failed.map((c) => `${c.name} (${c.violations.length}: ${c.violations.slice(0, 2).map((v) => `${v.held_id} seqs ${v.seqs.join(",")}: ${v.message}`).join("; ")})`).join(", ")}`)
 
     const count = (k: Kind) => records.filter((r) => r.kind === k).length
     const outcomeCounts: Record<string, number> = {}
@@ -323,7 +323,7 @@ export const runSoak = async (o: SoakOptions): Promise<SoakReport> => {
       not_final: notFinal,
       latency_ms: { allow_p50: quantile(lat("allow"), 0.5), allow_p99: quantile(lat("allow"), 0.99), release_p50: quantile(lat("held"), 0.5), release_p99: quantile(lat("held"), 0.99) },
       client_retries: retries,
-      audit: { ok: audit.ok, held_calls: audit.held_calls, events: audit.events, failed_checks: failedChecks },
+      audit: { ok: audit.ok, held_calls: audit.held_calls, events: audit.events, failed_checks: failed.map((c) => c.name) },
       problems
     }
   } finally {
