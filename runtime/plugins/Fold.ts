@@ -16,7 +16,7 @@ import type { AdjudicatorVerdict, AdmitVerdict } from "./StageIO.js"
  *   opinion) and its contract stands in for the default one whenever the call is held, by the
  *   rule or by anything else: the rule says how its tool is witnessed.
  * - `narrowing`: a rule or plugin of a project or user layer. It restricts (an ALLOW is no
- *   opinion) and its contract is added to the others (joined with `all`), never standing in
+ *   opinion) and its contract is added to the others (`joinContracts`), never standing in
  *   for the default one. A narrowing rule's contract, like a `rule`'s, applies whoever holds
  *   the call. So a narrowing layer can only keep or narrow an outcome.
  */

@@ -49,7 +49,7 @@ export const activePolicy = (epoch: number, profiles: ReadonlyArray<Profile>): A
   return { epoch, digest: jcsDigest(profiles), profiles, principals, grants, rules: mergeRules(profiles), heldTtlMs, admins }
 }
 
-/** Each tool's rule across `profiles`, merged: the stricter threshold wins, contracts are joined with `all`. */
+/** Each tool's rule across `profiles`, merged: the stricter threshold wins, contracts are joined (`joinRules`). */
 export const mergeRules = (profiles: ReadonlyArray<Profile>): ReadonlyMap<string, ToolRule> => {
   const rules = new Map<string, ToolRule>()
   for (const p of profiles) for (const [tool, rule] of Object.entries(p.rules ?? {})) rules.set(tool, stricter(rules.get(tool), rule))
