@@ -45,10 +45,10 @@ type LayerName = keyof typeof LayerRank
 /** The layer a profile belongs to; a profile without `layer` is an organization profile. */
 export const layerOf = (p: Profile): LayerName => p.layer ?? "organization"
 
+/** A value's canonical JSON, for comparing two values; an absent value is the empty string. */
+const stable = (v: unknown): string => (v === undefined ? "" : canonicalize(v))
 // A route's conjuncts: `all` nodes flattened, as canonical JSON (a route admits a witness when every conjunct does).
 const conjuncts = (r: WitnessRule): ReadonlyArray<string> => ("all" in r ? r.all.flatMap(conjuncts) : [stable(r)])
-const stable = (v: unknown): string =>
-  Array.isArray(v) ? `[${v.map(stable).join(",")}]` : v !== null && typeof v === "object" ? `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${stable((v as Record<string, unknown>)[k])}`).join(",")}}` : JSON.stringify(v)
 
 const contractWidenings = (field: string, before: WitnessContract | undefined, after: WitnessContract | undefined): Array<Widening> => {
   if (before === undefined) return []
