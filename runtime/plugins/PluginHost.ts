@@ -153,7 +153,8 @@ export const makePluginHost = Effect.gen(function* () {
       const asyncHost = pin.capabilities.host_functions.some((c) => c === "kv" || c === "counter")
       const metered = pin.isolation === "auto" && !asyncHost ? meterModule(patched.bytes) : undefined
       // The workers: every call of a worker plugin, and the metered calls that need more than the inline fuel.
-      const start = (s: RunnerSpec) => Effect.tryPromise({ try: () => RunnerPool.start(s), catch: (e) => fail("instantiate_failed", e instanceof Error ? e.message : String(e)) })
+      const instantiateFailed = (e: unknown) => fail("instantiate_failed", e instanceof Error ? e.message : String(e))
+      const start = (s: RunnerSpec) => Effect.tryPromise({ try: () => RunnerPool.start(s), catch: instantiateFailed })
       // A metered plugin with no effectful host function answers most calls on the event loop
       // under a small fuel budget and the rest on its workers (internal/inlineFirstRunner.ts).
       const inlineFirst = (m: WebAssembly.Module, workers: Runner) =>
@@ -161,7 +162,7 @@ export const makePluginHost = Effect.gen(function* () {
           ? Effect.succeed<Runner>(workers)
           : Effect.tryPromise({
               try: () => MeteredRunner.start({ label: spec.label, module: m, exports: spec.exports, hostFunctions, memoryMaxPages: spec.memoryMaxPages }),
-              catch: (e) => fail("instantiate_failed", e instanceof Error ? e.message : String(e))
+              catch: instantiateFailed
             }).pipe(
               Effect.map((inline): Runner => new InlineFirstRunner(inline, workers)),
               Effect.tapError(() => Effect.promise(() => workers.close()))
