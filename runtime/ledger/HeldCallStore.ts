@@ -74,7 +74,12 @@ export const makeHeldCallStore = Effect.gen(function* () {
   // Recently used facts, bounded. Never trusted alone: every load catches up from the stream,
   // which is the truth; the cache only saves the projection read.
   const recent = new Map<string, Loaded>()
+  // The projection revision only grows: a load or append that began before a projection write
+  // was acknowledged must not put back the revision that write replaced (its next write would
+  // then conflict, re-read the bucket and write again).
   const remember = (l: Loaded) => {
+    const known = recent.get(l.facts.held_id)?.revision ?? 0
+    if (known > l.revision) l = { ...l, revision: known }
     recent.delete(l.facts.held_id)
     recent.set(l.facts.held_id, l)
     if (recent.size > CacheSize) recent.delete(recent.keys().next().value!)

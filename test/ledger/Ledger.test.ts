@@ -167,6 +167,25 @@ describe("HeldCallStore", () => {
     expect(projected.facts.last_seq).toBe(appended.facts.last_seq)
   })
 
+  it("given a projection written meanwhile, when an append decided on the older view commits, then the store keeps the newer revision for the next projection", async () => {
+    const h = newHeldId()
+    const [p, adj, hold, approve] = story(h)
+    const store = await a.runPromise(HeldCallStore)
+    const first = await a.runPromise(store.append({ facts: initialFacts(h), revision: 0 }, [p!, adj!, hold!]))
+    const projected = await projectNow(a, first)
+    // the store learned the bucket's revision once its write was acknowledged
+    await eventually(async () => (store.peek(h)?.revision === projected.revision ? true : undefined), 5000, 10)
+    // a drive that loaded `first` before that acknowledgement appends on it: revision 0
+    const later = await a.runPromise(store.append(first, [approve!]))
+    expect(first.revision).toBe(0)
+    expect(later.revision).toBe(projected.revision)
+    expect(store.peek(h)?.revision).toBe(projected.revision)
+    // so its projection is a CAS on that revision, and the store learns the one after it
+    const again = await projectNow(a, later)
+    expect(again.facts.last_seq).toBe(later.facts.last_seq)
+    expect(store.peek(h)?.revision).toBe(again.revision)
+  })
+
   it("load rebuilds from the stream when the projection is missing (the KV key deleted)", async () => {
     const h = newHeldId()
     const appended = await appendNew(a, h, story(h))
