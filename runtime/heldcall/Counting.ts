@@ -8,6 +8,26 @@ import { dependencyRejects } from "./Dependencies.js"
 import { ruleStatus, type Approval, type RuleStatus } from "./WitnessRuleEval.js"
 
 /**
+ * The last answer per facts object and the context it was computed under. Facts are immutable
+ * values and a context does not change, so an answer for the same pair is the same answer: one
+ * reconcile asks for a call's outlook and refusals several times (derivations, actions, the
+ * dispatch check) and now computes them once. Weakly held: nothing outlives its facts.
+ */
+interface Memo<C, A> {
+  readonly ctx: C
+  readonly answer: A
+}
+const remembered = <C, A>(memo: WeakMap<HeldCallFacts, Memo<C, A>>, f: HeldCallFacts, ctx: C, compute: (f: HeldCallFacts, ctx: C) => A): A => {
+  const hit = memo.get(f)
+  if (hit !== undefined && hit.ctx === ctx) return hit.answer
+  const answer = compute(f, ctx)
+  memo.set(f, { ctx, answer })
+  return answer
+}
+const refusalsMemo = new WeakMap<HeldCallFacts, Memo<WitnessRegistry, ReadonlyArray<Refusal>>>()
+const outlookMemo = new WeakMap<HeldCallFacts, Memo<CountingContext, Outlook>>()
+
+/**
  * Which evidence counts, decided again at every readiness check against the registry in force
  * (design invariants 3 and 4): a statement counts only while its witness still holds its class
  * and its signing key is still registered, and each principal counts once. Pure.
@@ -84,7 +104,9 @@ const standing = (f: HeldCallFacts, registry: WitnessRegistry): ReadonlyArray<Ev
  * revoke withdraws it, whatever its expiry), a revoke (it withdraws that witness's approvals of the
  * generation for good), and a failed nested call the witness attached.
  */
-export const refusalsOf = (f: HeldCallFacts, registry: WitnessRegistry): ReadonlyArray<Refusal> => {
+export const refusalsOf = (f: HeldCallFacts, registry: WitnessRegistry): ReadonlyArray<Refusal> => remembered(refusalsMemo, f, registry, refusalsNow)
+
+const refusalsNow = (f: HeldCallFacts, registry: WitnessRegistry): ReadonlyArray<Refusal> => {
   const out = new Map<string, Refusal>()
   const statements = standing(f, registry).filter((e) => e.status === "valid")
   // A reject is named before a revoke of the same witness: it is the stronger no.
@@ -162,7 +184,9 @@ export interface Outlook {
  * Evaluates the active rule three-valued. A rule that cannot be met is still pending while a
  * timeout fallback that routes to another rule is yet to apply and that rule can be met.
  */
-export const outlookOf = (f: HeldCallFacts, ctx: CountingContext): Outlook => {
+export const outlookOf = (f: HeldCallFacts, ctx: CountingContext): Outlook => remembered(outlookMemo, f, ctx, outlookNow)
+
+const outlookNow = (f: HeldCallFacts, ctx: CountingContext): Outlook => {
   const refusals = refusalsOf(f, ctx)
   if (f.active_rule === null) return { status: "pending", refusals }
   const approvals = countingApprovals(f, ctx)

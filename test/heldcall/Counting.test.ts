@@ -38,6 +38,19 @@ describe("the registry in force decides, at readiness", () => {
     expect(mayDispatch(plan.facts, keyRemoved)).toBe(false)
   })
 
+  it("given the same facts, when asked under one registry and then another, and back, then each answer is the registry's own", () => {
+    const f = fold(parkedWith(twoHumans), say(twoHumans, { witness: "user:carol", decision: "approve" }), say(twoHumans, { witness: "user:dave", decision: "approve" }))
+    const inForce = ctxAt(1_000)
+    const keyRemoved = ctxAt(1_000, 1, { keysOf: (p) => (p === "user:carol" ? ["BBBB"] : [TestKey]) })
+    const carolRejects = fold(f, say(twoHumans, { witness: "user:carol", decision: "reject", issued: 200 }))
+    for (let round = 0; round < 2; round++) {
+      expect(outlookOf(f, inForce).status).toBe("satisfied")
+      expect(outlookOf(f, keyRemoved).status).toBe("pending")
+      expect(outlookOf(carolRejects, inForce).refusals.map((r) => r.witness)).toEqual(["user:carol"])
+      expect(outlookOf(carolRejects, keyRemoved).refusals).toEqual([])
+    }
+  })
+
   it("given an approval, when its witness no longer holds the class, then it stops counting", () => {
     const f = fold(parkedWith(twoHumans), say(twoHumans, { witness: "user:carol", decision: "approve" }), say(twoHumans, { witness: "user:dave", decision: "approve" }))
     const demoted = ctxAt(1_000, 1, { classesOf: (p) => (p === "user:dave" ? [] : Registry[p] ?? []) })
