@@ -1,7 +1,7 @@
 import { Effect, Runtime, Stream } from "effect"
 import { errorFields, log } from "../observability/Log.js"
 import { kernelMetrics } from "../observability/KernelMetrics.js"
-import { HeldCallStore } from "../ledger/HeldCallStore.js"
+import { HeldCallStore, type Freshness } from "../ledger/HeldCallStore.js"
 import { WakeQueue, type WakeDelivery } from "../ledger/Wakes.js"
 import { settled } from "../heldcall/Facts.js"
 import { Driver } from "./Driver.js"
@@ -28,7 +28,7 @@ export const runController = (opts: { readonly concurrency?: number; readonly ac
       return cached !== undefined && settled(cached.facts)
     }
 
-    const handle = (msg: WakeDelivery) =>
+    const handle = (msg: WakeDelivery, freshness: Freshness) =>
       Effect.gen(function* () {
         const heldId = msg.heldId
         const keepAlive = setInterval(() => msg.working(), Math.max(500, ackWaitMs / 2))
@@ -36,7 +36,7 @@ export const runController = (opts: { readonly concurrency?: number; readonly ac
           // Most wakes arrive while this process is still finishing the call (the wake is written
           // before dispatch): once that drive ends, a settled call needs no drive and no read.
           if (yield* store.serialized(heldId, Effect.sync(() => isSettled(heldId)))) return { facts: null, requeueMs: null }
-          return yield* driver.drive(heldId, "fresh")
+          return yield* driver.drive(heldId, freshness)
         }).pipe(Effect.either, Effect.ensuring(Effect.sync(() => clearInterval(keepAlive))))
         const outcome: ReconcileOutcome =
           r._tag === "Left" ? { _tag: "retry", afterMs: retryBackoffMs(msg.deliveries), reason: r.left.message }
@@ -56,8 +56,10 @@ export const runController = (opts: { readonly concurrency?: number; readonly ac
       const driving = msg.redelivered ? null : msg.driving
       if (driving !== null && driving.owner !== owner) return Effect.sync(() => msg.nak(Math.max(1, driving.until - Date.now() + 10)))
       // This process wrote the wake as it claimed the call and is driving it now (an ALLOW's
-      // wake): acked once that drive leaves the call settled, with no fiber of its own; handled
-      // like any other wake when the drive ends with work left.
+      // wake): acked once that drive leaves the call settled, with no fiber of its own. When the
+      // drive ends with work left (a delivery owed until the agent acknowledges it), the wake is
+      // driven on this process's view, which that drive just left: no read of the stream. A
+      // command another process handled meanwhile wrote a wake of its own, read fresh.
       const local = driving !== null ? store.whenIdle(msg.heldId) : undefined
       if (local !== undefined)
         return Effect.sync(() => {
@@ -65,15 +67,15 @@ export const runController = (opts: { readonly concurrency?: number; readonly ac
           void local.then(() => {
             clearInterval(keepAlive)
             if (isSettled(msg.heldId)) msg.ack()
-            else Runtime.runFork(runtime)(semaphore.withPermits(1)(handled(msg)))
+            else Runtime.runFork(runtime)(semaphore.withPermits(1)(handled(msg, "cached")))
           })
         })
       return forked(msg)
     }
 
     /** A wake handled, a defect concluded as one delivery that died. */
-    const handled = (msg: WakeDelivery): Effect.Effect<void> =>
-      handle(msg).pipe(
+    const handled = (msg: WakeDelivery, freshness: Freshness = "fresh"): Effect.Effect<void> =>
+      handle(msg, freshness).pipe(
         Effect.catchAllDefect((d) =>
           Effect.sync(() => {
             kernelMetrics.defects.inc({ loop: "controller" })

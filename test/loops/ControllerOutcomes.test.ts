@@ -3,7 +3,7 @@ import { Deferred, Effect, Layer, TestClock } from "effect"
 import { afterDefect, runController, TerminalAfterDefects } from "../../runtime/loops/Controller.js"
 import { Driver } from "../../runtime/loops/Driver.js"
 import { layerMemoryHeldCallStore, makeMemoryHeldCallStore } from "../../runtime/ledger/memory/MemoryHeldCallStore.js"
-import { HeldCallStore } from "../../runtime/ledger/HeldCallStore.js"
+import { HeldCallStore, type Freshness } from "../../runtime/ledger/HeldCallStore.js"
 import { initialFacts } from "../../runtime/heldcall/Facts.js"
 import type { HeldCallFacts } from "../../runtime/schema/Facts.js"
 import { layerMemoryWakes, MemoryWakeQueue } from "../../runtime/ledger/memory/MemoryWakes.js"
@@ -64,11 +64,12 @@ describe("controller outcomes", () => {
 // wake unacked, so it comes back after the ack wait (the recovery tests kill the process).
 describe("a wake of a call this process is driving", () => {
   const localDrives = new Map<string, number>()
+  const readAs = new Map<string, Freshness>()
   const settledFacts = { ...initialFacts("h_settled"), lifecycle: "completed", execution: "effect-recorded", result_admission: "admitted", continuation_delivery: "none" } as HeldCallFacts
   const layerCountingDriver = Layer.succeed(
     Driver,
     Driver.of({
-      drive: (heldId) => Effect.sync(() => (localDrives.set(heldId, (localDrives.get(heldId) ?? 0) + 1), { facts: null, requeueMs: null })),
+      drive: (heldId, freshness) => Effect.sync(() => (localDrives.set(heldId, (localDrives.get(heldId) ?? 0) + 1), readAs.set(heldId, freshness ?? "fresh"), { facts: null, requeueMs: null })),
       driveFrom: () => Effect.dieMessage("not used")
     })
   )
@@ -80,7 +81,7 @@ describe("a wake of a call this process is driving", () => {
   )
   const local = Layer.mergeAll(layerCountingDriver, layerStore, layerMemoryWakes, layerKernelConfig({ owner: "kernel-a" }))
 
-  it.scoped("given the drive holds the call, when its wake arrives, then nothing happens until the drive ends; then a settled call's wake is acked undriven and an unsettled one is driven once", () =>
+  it.scoped("given the drive holds the call, when its wake arrives, then nothing happens until the drive ends; then a settled call's wake is acked undriven and an unsettled one is driven once, on the view that drive left; a wake nobody is driving is driven on a fresh read", () =>
     Effect.gen(function* () {
       const wakes = yield* Wakes
       const view = yield* MemoryWakeQueue
@@ -99,6 +100,11 @@ describe("a wake of a call this process is driving", () => {
       expect(view.pending()).toEqual([])
       expect(localDrives.get("h_settled")).toBeUndefined()
       expect(localDrives.get("h_open")).toBe(1)
+      expect(readAs.get("h_open")).toBe("cached")
+      yield* wakes.begin("h_other")
+      for (let i = 0; i < 10 && view.pending().length > 0; i++) yield* TestClock.adjust("10 millis")
+      expect(localDrives.get("h_other")).toBe(1)
+      expect(readAs.get("h_other")).toBe("fresh")
     }).pipe(Effect.provide(local))
   )
 })
