@@ -10,7 +10,10 @@ export interface KernelProcess {
   readonly pid: number
   /** SIGKILL: no drain, no finalizers, exactly a crash. */
   readonly kill: () => Promise<void>
-  /** SIGINT: the clean Ctrl-C path. */
+  /**
+   * SIGINT: the clean Ctrl-C path. A process still running after `StopGraceMs` (a node flag or
+   * `--import` hook that keeps its own SIGINT listener) is killed, so nothing outlives its caller.
+   */
   readonly stop: () => Promise<void>
   readonly output: () => string
 }
@@ -24,6 +27,8 @@ export const profileDir = (profiles: ReadonlyArray<Profile>): string => {
 
 // A loaded machine can take tens of seconds to start a process that loads Effect and the plugin host.
 const StartTimeoutMs = 90_000
+// How long a stopped kernel may take to drain before it is killed (a clean stop takes under a second).
+const StopGraceMs = 20_000
 
 /** Starts `wk kernel` as its own OS process (through the `wk` binary: the compiled build when it is fresh) against a NATS server; resolves when it is ready. */
 export const startKernelProcess = async (servers: string, profilesPath: string, env: Record<string, string> = {}, nodeArgs: ReadonlyArray<string> = []): Promise<KernelProcess> => {
@@ -64,7 +69,9 @@ export const startKernelProcess = async (servers: string, profilesPath: string, 
     },
     stop: async () => {
       if (!gone()) child.kill("SIGINT")
+      const late = setTimeout(() => gone() || child.kill("SIGKILL"), StopGraceMs)
       await exited
+      clearTimeout(late)
     },
     output: () => out
   }
