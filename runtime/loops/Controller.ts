@@ -59,7 +59,8 @@ export const runController = (opts: { readonly concurrency?: number; readonly ac
       // wake): acked once that drive leaves the call settled, with no fiber of its own. When the
       // drive ends with work left (a delivery owed until the agent acknowledges it), the wake is
       // driven on this process's view, which that drive just left: no read of the stream. A
-      // command another process handled meanwhile wrote a wake of its own, read fresh.
+      // command another process handled meanwhile wrote a wake of its own (read fresh) or asks
+      // nothing of this process; the requeued wake reads fresh when it comes back.
       const local = driving !== null ? store.whenIdle(msg.heldId) : undefined
       if (local !== undefined)
         return Effect.sync(() => {
