@@ -101,6 +101,8 @@ export const makeHeldCalls = Effect.gen(function* () {
         const loaded: Loaded =
           (first && command._tag === "Propose" ? store.peek(heldId) : yield* store.load(heldId, first ? "cached" : "fresh")) ?? { facts: initialFacts(heldId), revision: 0 }
         const decision: Decision = decide(command, loaded.facts, contextAt())
+        // Writing nothing is the answer only on facts caught up with the stream (see decideAndCommit).
+        if (decision.events.length === 0 && first) continue
         if (decision.events.length === 0) return { decision, committed: null, handed: false, driven: null } satisfies HandedOver
         if (decision.drive === undefined) {
           const r = yield* store.serialized(heldId, store.append(loaded, decision.events)).pipe(Effect.either)

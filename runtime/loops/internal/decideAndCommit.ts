@@ -1,5 +1,5 @@
 import { Effect } from "effect"
-import type { HeldCallStore, Loaded } from "../../ledger/HeldCallStore.js"
+import type { Freshness, HeldCallStore, Loaded } from "../../ledger/HeldCallStore.js"
 import type { LedgerError } from "../../ledger/LedgerError.js"
 import { initialFacts } from "../../heldcall/Facts.js"
 import { decide, type Command, type DecideContext, type Decision } from "../../heldcall/Decide.js"
@@ -24,15 +24,26 @@ const creates = (c: Command) => c._tag === "Propose" || c._tag === "ProposeRefus
  * initial facts (a proposal creates it; anything else answers 404). After `MaxAttempts`
  * conflicts the answer is 503: the call is changing too fast. `contextAt` is asked once per
  * attempt, so every attempt decides at its own time.
+ *
+ * The first attempt decides on this process's recent view. That is safe for a decision that
+ * writes (its append is CAS'd on the view), not for one that writes nothing: a refusal or a
+ * repeat decided on a view another process has moved on since (an acknowledgment of a delivery
+ * another kernel made, refused as "not ended") would be a wrong answer. So a decision that
+ * writes nothing is the answer only once it was made on facts caught up with the stream.
  */
 export const decideAndCommit = (store: HeldCallStore["Type"], heldId: string, command: Command, contextAt: () => DecideContext): Effect.Effect<Committed, LedgerError> =>
   store.serialized(
     heldId,
     Effect.gen(function* () {
+      let freshness: Freshness = "cached"
       for (let attempt = 0; attempt < MaxAttempts; attempt++) {
-        const loaded: Loaded = (attempt === 0 && creates(command) ? store.peek(heldId) : yield* store.load(heldId, "cached")) ?? { facts: initialFacts(heldId), revision: 0 }
+        const loaded: Loaded = (attempt === 0 && creates(command) ? store.peek(heldId) : yield* store.load(heldId, freshness)) ?? { facts: initialFacts(heldId), revision: 0 }
         const decision = decide(command, loaded.facts, contextAt())
-        if (decision.events.length === 0) return { decision, committed: null }
+        if (decision.events.length === 0) {
+          if (freshness === "fresh") return { decision, committed: null }
+          freshness = "fresh"
+          continue
+        }
         const r = yield* store.append(loaded, decision.events).pipe(Effect.either)
         if (r._tag === "Right") return { decision, committed: r.right }
         if (r.left._tag !== "AppendConflict") return yield* r.left

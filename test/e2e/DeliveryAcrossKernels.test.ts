@@ -1,0 +1,87 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { jetstreamManager } from "@nats-io/jetstream"
+import { Kvm } from "@nats-io/kv"
+import type { NatsConnection } from "@nats-io/transport-node"
+import { DemoBank } from "../../runtime/executor/DemoBank.js"
+import type { WitnessClient } from "../../runtime/client/Client.js"
+import type { DeliveryRetry } from "../../runtime/heldcall/Reconciler.js"
+import { ControllerConsumer } from "../../runtime/ledger/Provision.js"
+import { Buckets, Streams } from "../../runtime/schema/Subjects.js"
+import { startTestNats, type TestNats } from "../support/TestNats.js"
+import { clientFor, connectAs, testProfile } from "../support/Principals.js"
+import { startKernel, type InProcessKernel } from "../support/InProcessKernel.js"
+import { eventsOf, eventually } from "../support/Stream.js"
+
+// Two kernels answer the same queue group, so a call released by one is often acknowledged
+// through the other. The releasing kernel drives its own wake on the view its drive left, which
+// does not show an acknowledgment the other kernel recorded: every call must still end
+// acknowledged, unindexed, with no republish after the acknowledgment and no wake left behind.
+const retry: DeliveryRetry = { baseMs: 100, maxMs: 400, graceMs: 2_000 }
+
+let nats: TestNats
+let kernels: Array<InProcessKernel> = []
+let bank: DemoBank
+let agentConn: NatsConnection
+let witnessConn: NatsConnection
+let toolConn: NatsConnection
+let kernelConn: NatsConnection
+let alice: WitnessClient
+let carol: WitnessClient
+
+beforeAll(async () => {
+  nats = await startTestNats()
+  kernels = [await startKernel(nats.servers, [testProfile()], { config: { delivery: retry } }), await startKernel(nats.servers, [testProfile()], { config: { delivery: retry } })]
+  toolConn = await connectAs(nats.servers, "bank")
+  bank = new DemoBank().serve(toolConn)
+  agentConn = await connectAs(nats.servers, "agent")
+  witnessConn = await connectAs(nats.servers, "witness")
+  kernelConn = await connectAs(nats.servers, "kernel")
+  alice = clientFor(agentConn, "agent:alice")
+  carol = clientFor(witnessConn, "user:carol")
+}, 120_000)
+
+afterAll(async () => {
+  await Promise.all(kernels.map((k) => k.stop()))
+  await Promise.all([agentConn, witnessConn, toolConn, kernelConn].map((c) => c?.close()))
+  await nats?.dispose()
+}, 60_000)
+
+const controllerIdle = async () => {
+  const info = await (await jetstreamManager(kernelConn)).consumers.info(Streams.wakes, ControllerConsumer)
+  return info.num_pending === 0 && info.num_ack_pending === 0
+}
+
+describe("a delivery acknowledged through another kernel", () => {
+  it("given two kernels, when each released call is acknowledged through either, then every call ends acknowledged, unindexed and never republished after", async () => {
+    const calls = []
+    for (let i = 0; i < 8; i++) {
+      const h = (await alice.propose({ session_id: "s-across", turn_id: "t1", call_id: `ax${i}`, tool: "money_transfer", args: { from: `ax-${i}`, to: "shop", amount: 2_500 }, preferences: { expires_in_ms: 120_000 } })) as {
+        status: number
+        held_id: string
+        call_digest: string
+        generation: number
+        witness_request: { contract_digest: string }
+      }
+      expect(h.status).toBe(202)
+      expect((await carol.attest({ held_id: h.held_id, class: "human", decision: "approve", generation: h.generation, call_digest: h.call_digest, contract_digest: h.witness_request.contract_digest })).status).toBe(202)
+      expect((await alice.result(h.held_id, { sessionId: "s-across", timeoutMs: 30_000 })).outcome).toBe("completed")
+      calls.push(h.held_id)
+    }
+    const open = await new Kvm(kernelConn).open(Buckets.open)
+    for (const heldId of calls) {
+      await eventually(async () => (await eventsOf(kernelConn, heldId)).some((e) => e.type === "delivery.acknowledged"), 30_000)
+      await eventually(async () => {
+        const e = await open.get(heldId)
+        return e === null || e.operation !== "PUT"
+      }, 30_000)
+    }
+    await eventually(controllerIdle, 30_000)
+    for (const heldId of calls) {
+      const events = await eventsOf(kernelConn, heldId)
+      const acked = events.findIndex((e) => e.type === "delivery.acknowledged")
+      expect(events.slice(acked).filter((e) => e.type === "delivery.published")).toEqual([])
+      expect(events.filter((e) => e.type === "delivery.stopped")).toEqual([])
+      expect((await alice.get(heldId)).held).toMatchObject({ lifecycle: "completed", continuation_delivery: "acknowledged" })
+    }
+  }, 120_000)
+})
