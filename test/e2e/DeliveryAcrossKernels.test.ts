@@ -12,9 +12,10 @@ import { clientFor, connectAs, testProfile } from "../support/Principals.js"
 import { startKernel, type InProcessKernel } from "../support/InProcessKernel.js"
 import { eventsOf, eventually } from "../support/Stream.js"
 
-// Two kernels answer the same queue group, so a call released by one is often acknowledged
-// through the other. The releasing kernel drives its own wake on the view its drive left, which
-// does not show an acknowledgment the other kernel recorded: every call must still end
+// Two kernels answer the same queue group, so a call parked by one is often released by the
+// other, and acknowledged or proposed again through either. A kernel's recent view of a call
+// another kernel moved on is stale: an answer that writes nothing (an acknowledgment refused as
+// "not ended", the hold of a call that completed) must not be read off it. Every call must end
 // acknowledged, unindexed, with no republish after the acknowledgment and no wake left behind.
 const retry: DeliveryRetry = { baseMs: 100, maxMs: 400, graceMs: 2_000 }
 
@@ -52,10 +53,11 @@ const controllerIdle = async () => {
 }
 
 describe("a delivery acknowledged through another kernel", () => {
-  it("given two kernels, when each released call is acknowledged through either, then every call ends acknowledged, unindexed and never republished after", async () => {
+  it("given two kernels, when each released call is acknowledged through either, then every call ends acknowledged, unindexed and never republished after, and the same proposal again answers its result", async () => {
     const calls = []
     for (let i = 0; i < 8; i++) {
-      const h = (await alice.propose({ session_id: "s-across", turn_id: "t1", call_id: `ax${i}`, tool: "money_transfer", args: { from: `ax-${i}`, to: "shop", amount: 2_500 }, preferences: { expires_in_ms: 120_000 } })) as {
+      const call = { session_id: "s-across", turn_id: "t1", call_id: `ax${i}`, tool: "money_transfer", args: { from: `ax-${i}`, to: "shop", amount: 2_500 }, preferences: { expires_in_ms: 120_000 } }
+      const h = (await alice.propose(call)) as {
         status: number
         held_id: string
         call_digest: string
@@ -65,6 +67,10 @@ describe("a delivery acknowledged through another kernel", () => {
       expect(h.status).toBe(202)
       expect((await carol.attest({ held_id: h.held_id, class: "human", decision: "approve", generation: h.generation, call_digest: h.call_digest, contract_digest: h.witness_request.contract_digest })).status).toBe(202)
       expect((await alice.result(h.held_id, { sessionId: "s-across", timeoutMs: 30_000 })).outcome).toBe("completed")
+      // The same proposal again, through either kernel (the one that parked it remembers it held):
+      // the call's answer as it stands, its result, never the hold it no longer is.
+      const again = (await alice.propose(call)) as { status: number; outcome?: string; held_id: string }
+      expect([again.status, again.outcome, again.held_id]).toEqual([200, "completed", h.held_id])
       calls.push(h.held_id)
     }
     const open = await new Kvm(kernelConn).open(Buckets.open)
