@@ -37,7 +37,8 @@ export class HeldCallStore extends Context.Tag("wk/HeldCallStore")<
     /**
      * Facts of a held call (null: no such call). `fresh` (the default) catches up with the
      * stream; `cached` may answer from this process's recent view, which is safe for writers
-     * because every append is CAS'd and a conflict drops the cached view; a number answers
+     * because every append is CAS'd and a conflict drops the cached view (an answer that writes
+     * nothing is not: it is decided again on a fresh load); a number answers
      * from the cache only if it has folded at least that stream sequence.
      */
     readonly load: (heldId: string, freshness?: Freshness) => Effect.Effect<Loaded | null, LedgerError>
