@@ -7,7 +7,6 @@ import { promisify } from "node:util"
 import { jetstreamManager } from "@nats-io/jetstream"
 import { Kvm } from "@nats-io/kv"
 import type { NatsConnection } from "@nats-io/transport-node"
-import { DemoBank } from "../../runtime/executor/DemoBank.js"
 import type { WitnessClient } from "../../runtime/client/Client.js"
 import { deliveryBackoffMs, type DeliveryRetry } from "../../runtime/heldcall/Reconciler.js"
 import { ControllerConsumer } from "../../runtime/ledger/Provision.js"
@@ -15,7 +14,8 @@ import type { HeldEvent } from "../../runtime/schema/Events.js"
 import { Buckets, Streams } from "../../runtime/schema/Subjects.js"
 import { repoRoot } from "../../runtime/cli/Paths.js"
 import { startTestNats, type TestNats } from "../support/TestNats.js"
-import { clientFor, connectAs, testProfile } from "../support/Principals.js"
+import { testProfile } from "../support/Principals.js"
+import { connectParties, type Parties } from "../support/Parties.js"
 import { startKernel, type InProcessKernel } from "../support/InProcessKernel.js"
 import { eventsOf, eventually } from "../support/Stream.js"
 
@@ -26,10 +26,7 @@ const retry: DeliveryRetry = { baseMs: 100, maxMs: 800, graceMs: 2_000 }
 
 let nats: TestNats
 let kernel: InProcessKernel
-let bank: DemoBank
-let agentConn: NatsConnection
-let witnessConn: NatsConnection
-let toolConn: NatsConnection
+let parties: Parties
 let kernelConn: NatsConnection
 let alice: WitnessClient
 let carol: WitnessClient
@@ -65,18 +62,13 @@ const openIndexHas = async (heldId: string) => {
 beforeAll(async () => {
   nats = await startTestNats()
   kernel = await startKernel(nats.servers, [testProfile()], { config: { delivery: retry } })
-  toolConn = await connectAs(nats.servers, "bank")
-  bank = new DemoBank().serve(toolConn)
-  agentConn = await connectAs(nats.servers, "agent")
-  witnessConn = await connectAs(nats.servers, "witness")
-  kernelConn = await connectAs(nats.servers, "kernel")
-  alice = clientFor(agentConn, "agent:alice")
-  carol = clientFor(witnessConn, "user:carol")
+  parties = await connectParties(nats.servers)
+  ;({ alice, carol, kernelConn } = parties)
 })
 
 afterAll(async () => {
   await kernel?.stop()
-  await Promise.all([agentConn, witnessConn, toolConn, kernelConn].map((c) => c?.close()))
+  await parties?.close()
   await nats?.dispose()
 }, 60_000)
 

@@ -1,59 +1,46 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { jetstreamManager } from "@nats-io/jetstream"
 import { Kvm } from "@nats-io/kv"
-import type { NatsConnection } from "@nats-io/transport-node"
-import { DemoBank } from "../../runtime/executor/DemoBank.js"
-import type { WitnessClient } from "../../runtime/client/Client.js"
 import type { DeliveryRetry } from "../../runtime/heldcall/Reconciler.js"
 import { ControllerConsumer } from "../../runtime/ledger/Provision.js"
 import { Buckets, Streams } from "../../runtime/schema/Subjects.js"
 import { startTestNats, type TestNats } from "../support/TestNats.js"
-import { clientFor, connectAs, testProfile } from "../support/Principals.js"
+import { testProfile } from "../support/Principals.js"
+import { connectParties, type Parties } from "../support/Parties.js"
 import { startKernel, type InProcessKernel } from "../support/InProcessKernel.js"
 import { eventsOf, eventually } from "../support/Stream.js"
 
 // Two kernels answer the same queue group, so a call parked by one is often released by the
 // other, and acknowledged or proposed again through either. A kernel's recent view of a call
 // another kernel moved on is stale: an answer that writes nothing (an acknowledgment refused as
-// "not ended", the hold of a call that completed) must not be read off it. Every call must end
+// "not ended", the same proposal again refused as a conflict) must not be read off it. Every call must end
 // acknowledged, unindexed, with no republish after the acknowledgment and no wake left behind.
 const retry: DeliveryRetry = { baseMs: 100, maxMs: 400, graceMs: 2_000 }
 
 let nats: TestNats
 let kernels: Array<InProcessKernel> = []
-let bank: DemoBank
-let agentConn: NatsConnection
-let witnessConn: NatsConnection
-let toolConn: NatsConnection
-let kernelConn: NatsConnection
-let alice: WitnessClient
-let carol: WitnessClient
+let parties: Parties
 
 beforeAll(async () => {
   nats = await startTestNats()
   kernels = [await startKernel(nats.servers, [testProfile()], { config: { delivery: retry } }), await startKernel(nats.servers, [testProfile()], { config: { delivery: retry } })]
-  toolConn = await connectAs(nats.servers, "bank")
-  bank = new DemoBank().serve(toolConn)
-  agentConn = await connectAs(nats.servers, "agent")
-  witnessConn = await connectAs(nats.servers, "witness")
-  kernelConn = await connectAs(nats.servers, "kernel")
-  alice = clientFor(agentConn, "agent:alice")
-  carol = clientFor(witnessConn, "user:carol")
+  parties = await connectParties(nats.servers)
 }, 120_000)
 
 afterAll(async () => {
   await Promise.all(kernels.map((k) => k.stop()))
-  await Promise.all([agentConn, witnessConn, toolConn, kernelConn].map((c) => c?.close()))
+  await parties?.close()
   await nats?.dispose()
 }, 60_000)
 
 const controllerIdle = async () => {
-  const info = await (await jetstreamManager(kernelConn)).consumers.info(Streams.wakes, ControllerConsumer)
+  const info = await (await jetstreamManager(parties.kernelConn)).consumers.info(Streams.wakes, ControllerConsumer)
   return info.num_pending === 0 && info.num_ack_pending === 0
 }
 
 describe("a delivery acknowledged through another kernel", () => {
   it("given two kernels, when each released call is acknowledged through either, then every call ends acknowledged, unindexed and never republished after, and the same proposal again answers its result", async () => {
+    const { alice, carol, kernelConn } = parties
     const calls = []
     for (let i = 0; i < 8; i++) {
       const call = { session_id: "s-across", turn_id: "t1", call_id: `ax${i}`, tool: "money_transfer", args: { from: `ax-${i}`, to: "shop", amount: 2_500 }, preferences: { expires_in_ms: 120_000 } }
