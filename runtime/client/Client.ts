@@ -122,6 +122,8 @@ export interface AttestInput {
 }
 
 const enc = new TextEncoder()
+/** How many times `result` tries to acknowledge the delivery it read (100, 200 ms apart). */
+const AckAttempts = 3
 const dec = new TextDecoder()
 
 /**
@@ -436,6 +438,8 @@ export class WitnessClient {
    * Waits for the final result of a held call. It reads the session's results from the
    * stream (from the start), so it survives this process restarting; it acknowledges the
    * delivery unless told not to. Deliveries repeat until acknowledged: the first one wins.
+   * The result is returned once it is read, whether or not the acknowledgment got through
+   * (see `acknowledge`).
    */
   async result(heldId: string, opts: { sessionId?: string; timeoutMs?: number; ack?: boolean } = {}): Promise<Delivery> {
     const sessionId = opts.sessionId ?? (await this.get(heldId)).held?.session_id
@@ -448,12 +452,25 @@ export class WitnessClient {
         if (m === null) continue
         const d = m.json<Delivery>()
         if (d.held_id !== heldId) continue
-        if (opts.ack !== false) await this.ack(heldId, d.delivery_id)
+        if (opts.ack !== false) await this.acknowledge(heldId, d.delivery_id)
         return d
       }
       throw new Error(`no result for ${heldId} within ${opts.timeoutMs ?? 60_000} ms`)
     } finally {
       await consumer.delete().catch(() => undefined)
+    }
+  }
+
+  /**
+   * Acknowledges a delivery this process now holds, trying again briefly while no kernel answers
+   * or one answers 503. A failure is not the caller's to handle: the result is in hand, and an
+   * unacknowledged delivery is republished until the call's expiry plus its grace period.
+   */
+  private async acknowledge(heldId: string, deliveryId: string): Promise<void> {
+    for (let attempt = 0; attempt < AckAttempts; attempt++) {
+      const r = await this.ack(heldId, deliveryId).catch(() => undefined)
+      if (r !== undefined && r.status !== 503) return
+      if (attempt + 1 < AckAttempts) await new Promise((done) => setTimeout(done, 100 * 2 ** attempt))
     }
   }
 
