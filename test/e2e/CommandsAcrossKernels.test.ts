@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Kvm } from "@nats-io/kv"
 import { Buckets } from "../../runtime/schema/Subjects.js"
-import { startTestNats, type TestNats } from "../support/TestNats.js"
-import { clientFor, testProfile } from "../support/Principals.js"
-import { connectParties, type Parties } from "../support/Parties.js"
-import { startKernel, type InProcessKernel } from "../support/InProcessKernel.js"
+import { clientFor } from "../support/Principals.js"
+import type { Parties } from "../support/Parties.js"
+import { startDeployment, type Deployment } from "../support/Deployment.js"
 import { eventually } from "../support/Stream.js"
 
 // Every command of a held call's life sent through either of two kernels, in the order a user
@@ -12,21 +11,15 @@ import { eventually } from "../support/Stream.js"
 // other moves the call on. Each call must end as its last command says, the same command sent
 // again must get the same answer from either kernel, and no ended call may stay open.
 
-let nats: TestNats
-let kernels: Array<InProcessKernel> = []
+let deployment: Deployment
 let parties: Parties
 
 beforeAll(async () => {
-  nats = await startTestNats()
-  kernels = [await startKernel(nats.servers, [testProfile()]), await startKernel(nats.servers, [testProfile()])]
-  parties = await connectParties(nats.servers)
+  deployment = await startDeployment(2)
+  parties = deployment.parties
 }, 120_000)
 
-afterAll(async () => {
-  await Promise.all(kernels.map((k) => k.stop()))
-  await parties?.close()
-  await nats?.dispose()
-}, 60_000)
+afterAll(() => deployment?.stop(), 60_000)
 
 let n = 0
 const hold = async () => {

@@ -4,34 +4,27 @@ import { Kvm } from "@nats-io/kv"
 import type { DeliveryRetry } from "../../runtime/heldcall/Reconciler.js"
 import { ControllerConsumer } from "../../runtime/ledger/Provision.js"
 import { Buckets, Streams } from "../../runtime/schema/Subjects.js"
-import { startTestNats, type TestNats } from "../support/TestNats.js"
-import { testProfile } from "../support/Principals.js"
-import { connectParties, type Parties } from "../support/Parties.js"
-import { startKernel, type InProcessKernel } from "../support/InProcessKernel.js"
+import type { Parties } from "../support/Parties.js"
+import { startDeployment, type Deployment } from "../support/Deployment.js"
 import { eventsOf, eventually } from "../support/Stream.js"
 
 // Two kernels answer the same queue group, so a call parked by one is often released by the
 // other, and acknowledged or proposed again through either. A kernel's recent view of a call
 // another kernel moved on is stale: an answer that writes nothing (an acknowledgment refused as
-// "not ended", the same proposal again refused as a conflict) must not be read off it. Every call must end
-// acknowledged, unindexed, with no republish after the acknowledgment and no wake left behind.
+// "not ended", the same proposal again refused as a conflict) must not be read off it. Every
+// call must end acknowledged, unindexed, with no republish after the acknowledgment and no wake
+// left behind.
 const retry: DeliveryRetry = { baseMs: 100, maxMs: 400, graceMs: 2_000 }
 
-let nats: TestNats
-let kernels: Array<InProcessKernel> = []
+let deployment: Deployment
 let parties: Parties
 
 beforeAll(async () => {
-  nats = await startTestNats()
-  kernels = [await startKernel(nats.servers, [testProfile()], { config: { delivery: retry } }), await startKernel(nats.servers, [testProfile()], { config: { delivery: retry } })]
-  parties = await connectParties(nats.servers)
+  deployment = await startDeployment(2, { config: { delivery: retry } })
+  parties = deployment.parties
 }, 120_000)
 
-afterAll(async () => {
-  await Promise.all(kernels.map((k) => k.stop()))
-  await parties?.close()
-  await nats?.dispose()
-}, 60_000)
+afterAll(() => deployment?.stop(), 60_000)
 
 const controllerIdle = async () => {
   const info = await (await jetstreamManager(parties.kernelConn)).consumers.info(Streams.wakes, ControllerConsumer)

@@ -1,0 +1,31 @@
+import type { KernelOptions } from "../../runtime/Kernel.js"
+import { startKernel, type InProcessKernel } from "./InProcessKernel.js"
+import { connectParties, type Parties } from "./Parties.js"
+import { testProfile } from "./Principals.js"
+import { startTestNats, type TestNats } from "./TestNats.js"
+
+/** A NATS server of its own, `kernels` in-process kernels on the test organization's profile (one queue group), and the parties around them. */
+export interface Deployment {
+  readonly nats: TestNats
+  readonly kernels: ReadonlyArray<InProcessKernel>
+  readonly parties: Parties
+  /** Stops the kernels, closes the parties' connections and the server. */
+  readonly stop: () => Promise<void>
+}
+
+export const startDeployment = async (kernels: number, extra: Partial<KernelOptions> = {}): Promise<Deployment> => {
+  const nats = await startTestNats()
+  const started: Array<InProcessKernel> = []
+  for (let i = 0; i < kernels; i++) started.push(await startKernel(nats.servers, [testProfile()], extra))
+  const parties = await connectParties(nats.servers)
+  return {
+    nats,
+    kernels: started,
+    parties,
+    stop: async () => {
+      await Promise.all(started.map((k) => k.stop()))
+      await parties.close()
+      await nats.dispose()
+    }
+  }
+}
