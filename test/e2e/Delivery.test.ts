@@ -4,19 +4,14 @@ import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { promisify } from "node:util"
-import { jetstreamManager } from "@nats-io/jetstream"
 import { Kvm } from "@nats-io/kv"
 import type { NatsConnection } from "@nats-io/transport-node"
 import type { WitnessClient } from "../../runtime/client/Client.js"
 import { deliveryBackoffMs, type DeliveryRetry } from "../../runtime/heldcall/Reconciler.js"
-import { ControllerConsumer } from "../../runtime/ledger/Provision.js"
 import type { HeldEvent } from "../../runtime/schema/Events.js"
-import { Buckets, Streams } from "../../runtime/schema/Subjects.js"
+import { Buckets } from "../../runtime/schema/Subjects.js"
 import { repoRoot } from "../../runtime/cli/Paths.js"
-import { startTestNats, type TestNats } from "../support/TestNats.js"
-import { testProfile } from "../support/Principals.js"
-import { connectParties, type Parties } from "../support/Parties.js"
-import { startKernel, type InProcessKernel } from "../support/InProcessKernel.js"
+import { startDeployment, type Deployment } from "../support/Deployment.js"
 import { eventsOf, eventually } from "../support/Stream.js"
 
 // Delivery of a held call's end to its session: republished with growing gaps while nobody
@@ -24,9 +19,7 @@ import { eventsOf, eventually } from "../support/Stream.js"
 // republished once acknowledged; an ended call is not counted as open.
 const retry: DeliveryRetry = { baseMs: 100, maxMs: 800, graceMs: 2_000 }
 
-let nats: TestNats
-let kernel: InProcessKernel
-let parties: Parties
+let deployment: Deployment
 let kernelConn: NatsConnection
 let alice: WitnessClient
 let carol: WitnessClient
@@ -48,29 +41,17 @@ const propose = async (expiresInMs: number) => {
 type Ev<T extends HeldEvent["type"]> = Extract<HeldEvent, { type: T }> & { seq: number }
 const ofType = <T extends HeldEvent["type"]>(events: ReadonlyArray<HeldEvent & { seq: number }>, type: T) => events.filter((e): e is Ev<T> => e.type === type)
 
-/** No wake is pending or scheduled: nothing will drive any call again until a new event. */
-const controllerIdle = async () => {
-  const info = await (await jetstreamManager(kernelConn)).consumers.info(Streams.wakes, ControllerConsumer)
-  return info.num_pending === 0 && info.num_ack_pending === 0
-}
-
 const openIndexHas = async (heldId: string) => {
   const e = await (await new Kvm(kernelConn).open(Buckets.open)).get(heldId)
   return e !== null && e.operation === "PUT"
 }
 
 beforeAll(async () => {
-  nats = await startTestNats()
-  kernel = await startKernel(nats.servers, [testProfile()], { config: { delivery: retry } })
-  parties = await connectParties(nats.servers)
-  ;({ alice, carol, kernelConn } = parties)
+  deployment = await startDeployment(1, { config: { delivery: retry } })
+  ;({ alice, carol, kernelConn } = deployment.parties)
 })
 
-afterAll(async () => {
-  await kernel?.stop()
-  await parties?.close()
-  await nats?.dispose()
-}, 60_000)
+afterAll(() => deployment?.stop(), 60_000)
 
 describe("bounded delivery", () => {
   it("a delivery nobody acknowledges is republished with growing gaps and stops, recorded, at expiry plus grace", async () => {
@@ -97,7 +78,7 @@ describe("bounded delivery", () => {
     expect(stopped!.seq).toBeGreaterThan(published.at(-1)!.seq)
 
     // Nothing is scheduled for the call any more, and it published no further delivery.
-    await eventually(controllerIdle, 30_000)
+    await eventually(deployment.controllerIdle, 30_000)
     const after = await eventsOf(kernelConn, h.held_id)
     expect(ofType(after, "delivery.published").length).toBe(published.length)
     expect((await alice.get(h.held_id)).held).toMatchObject({ lifecycle: "expired", continuation_delivery: "delivered", delivery_stopped_at: stopped!.at })
@@ -119,7 +100,7 @@ describe("bounded delivery", () => {
     const publishedAtAck = ofType(acked, "delivery.published").length
     // With a 100 ms base, an unacknowledged delivery would be republished many times before the
     // controller has nothing left to schedule; acknowledged, it has nothing at once.
-    await eventually(controllerIdle, 30_000)
+    await eventually(deployment.controllerIdle, 30_000)
     const after = await eventsOf(kernelConn, h.held_id)
     expect(ofType(after, "delivery.published").length).toBe(publishedAtAck)
     expect(ofType(after, "delivery.stopped")).toEqual([])
@@ -139,7 +120,7 @@ describe("bounded delivery", () => {
     expect(await openIndexHas(open.held_id)).toBe(true)
 
     const run = promisify(execFile)
-    const env: Record<string, string | undefined> = { ...process.env, NATS_URL: `nats://${nats.servers}`, WK_CONFIG_DIR: mkdtempSync(join(tmpdir(), "wk-config-")) }
+    const env: Record<string, string | undefined> = { ...process.env, NATS_URL: `nats://${deployment.nats.servers}`, WK_CONFIG_DIR: mkdtempSync(join(tmpdir(), "wk-config-")) }
     delete env["WK_CONTEXT"]
     const wk = async (...args: Array<string>) => (await run(process.execPath, [join(repoRoot, "runtime", "cli", "wk.mjs"), ...args], { env, timeout: 60_000 })).stdout
     const status = JSON.parse(await wk("status", "--json")) as { open_held_calls: { total: number; by_state: Record<string, number> }; ended_held_calls_indexed: { by_delivery: Record<string, number> } }

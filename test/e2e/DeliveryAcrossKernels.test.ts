@@ -1,9 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { jetstreamManager } from "@nats-io/jetstream"
 import { Kvm } from "@nats-io/kv"
 import type { DeliveryRetry } from "../../runtime/heldcall/Reconciler.js"
-import { ControllerConsumer } from "../../runtime/ledger/Provision.js"
-import { Buckets, Streams } from "../../runtime/schema/Subjects.js"
+import { Buckets } from "../../runtime/schema/Subjects.js"
 import type { Parties } from "../support/Parties.js"
 import { startDeployment, type Deployment } from "../support/Deployment.js"
 import { eventsOf, eventually } from "../support/Stream.js"
@@ -25,11 +23,6 @@ beforeAll(async () => {
 }, 120_000)
 
 afterAll(() => deployment?.stop(), 60_000)
-
-const controllerIdle = async () => {
-  const info = await (await jetstreamManager(parties.kernelConn)).consumers.info(Streams.wakes, ControllerConsumer)
-  return info.num_pending === 0 && info.num_ack_pending === 0
-}
 
 describe("a delivery acknowledged through another kernel", () => {
   it("given two kernels, when each released call is acknowledged through either, then every call ends acknowledged, unindexed and never republished after, and the same proposal again answers its result", async () => {
@@ -61,7 +54,7 @@ describe("a delivery acknowledged through another kernel", () => {
         return e === null || e.operation !== "PUT"
       }, 30_000)
     }
-    await eventually(controllerIdle, 30_000)
+    await eventually(deployment.controllerIdle, 30_000)
     for (const heldId of calls) {
       const events = await eventsOf(kernelConn, heldId)
       const acked = events.findIndex((e) => e.type === "delivery.acknowledged")

@@ -1,4 +1,7 @@
+import { jetstreamManager } from "@nats-io/jetstream"
 import type { KernelOptions } from "../../runtime/Kernel.js"
+import { ControllerConsumer } from "../../runtime/ledger/Provision.js"
+import { Streams } from "../../runtime/schema/Subjects.js"
 import { startKernel, type InProcessKernel } from "./InProcessKernel.js"
 import { connectParties, type Parties } from "./Parties.js"
 import { testProfile } from "./Principals.js"
@@ -9,6 +12,8 @@ export interface Deployment {
   readonly nats: TestNats
   readonly kernels: ReadonlyArray<InProcessKernel>
   readonly parties: Parties
+  /** No wake is pending or scheduled: nothing will drive any call again until a new event. */
+  readonly controllerIdle: () => Promise<boolean>
   /** Stops the kernels, closes the parties' connections and the server. */
   readonly stop: () => Promise<void>
 }
@@ -22,6 +27,10 @@ export const startDeployment = async (kernels: number, extra: Partial<KernelOpti
     nats,
     kernels: started,
     parties,
+    controllerIdle: async () => {
+      const info = await (await jetstreamManager(parties.kernelConn)).consumers.info(Streams.wakes, ControllerConsumer)
+      return info.num_pending === 0 && info.num_ack_pending === 0
+    },
     stop: async () => {
       await Promise.all(started.map((k) => k.stop()))
       await parties.close()
