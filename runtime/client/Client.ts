@@ -122,9 +122,9 @@ export interface AttestInput {
 }
 
 const enc = new TextEncoder()
+const dec = new TextDecoder()
 /** How many times `result` tries to acknowledge the delivery it read (100, 200 ms apart). */
 const AckAttempts = 3
-const dec = new TextDecoder()
 
 /**
  * A typed client of protocol v1: signs envelopes as one principal, proposes, reads, attests,

@@ -11,7 +11,7 @@ import { ruleStatus, type Approval, type RuleStatus } from "./WitnessRuleEval.js
  * The last answer per facts object and the context it was computed under. Facts are immutable
  * values and a context does not change, so an answer for the same pair is the same answer: one
  * reconcile asks for a call's outlook and refusals several times (derivations, actions, the
- * dispatch check) and now computes them once. Weakly held: nothing outlives its facts.
+ * dispatch check), and each is computed once. Weakly held: nothing outlives its facts.
  */
 interface Memo<C, A> {
   readonly ctx: C
