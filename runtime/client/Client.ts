@@ -462,14 +462,16 @@ export class WitnessClient {
   }
 
   /**
-   * Acknowledges a delivery this process now holds, trying again briefly while no kernel answers
-   * or one answers 503. A failure is not the caller's to handle: the result is in hand, and an
-   * unacknowledged delivery is republished until the call's expiry plus its grace period.
+   * Acknowledges a delivery this process now holds, trying again briefly while no kernel answers,
+   * one answers 503, or the delivery is not recorded as published yet (409 `not_delivered`: the
+   * kernel records a delivery just after publishing it). A failure is not the caller's to
+   * handle: the result is in hand, and an unacknowledged delivery is republished until the
+   * call's expiry plus its grace period.
    */
   private async acknowledge(heldId: string, deliveryId: string): Promise<void> {
     for (let attempt = 0; attempt < AckAttempts; attempt++) {
       const r = await this.ack(heldId, deliveryId).catch(() => undefined)
-      if (r !== undefined && r.status !== 503) return
+      if (r !== undefined && r.status !== 503 && r.error?.code !== "not_delivered") return
       if (attempt + 1 < AckAttempts) await new Promise((done) => setTimeout(done, 100 * 2 ** attempt))
     }
   }

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest"
 import fc from "fast-check"
 import { decide, type Command } from "../../runtime/heldcall/Decide.js"
 import { attachedOf } from "../../runtime/heldcall/decide/Dependency.js"
-import { deliveryIdOf } from "../../runtime/heldcall/EventIds.js"
+import { deliveryIdOf, EventIds } from "../../runtime/heldcall/EventIds.js"
 import { initialFacts } from "../../runtime/heldcall/Facts.js"
 import type { HeldEvent } from "../../runtime/schema/Events.js"
 import {
@@ -148,6 +148,13 @@ describe("ack", () => {
       .then({ reply: { status: 200, continuation_delivery: "acknowledged" }, events: [{ type: "delivery.acknowledged" }], drive: null })
       .when(ackBy(Proposer))
       .then({ reply: { status: 200 }, events: [] })
+  })
+
+  it("given a held call that ended, when its delivery is acknowledged before it is recorded as published, then it is refused; once recorded, accepted", () => {
+    const endedHeld = [...parked, denied(1)] as const
+    const published: HeldEvent = { held_id: HeldId, generation: 1, at: at(10), type: "delivery.published", event_id: EventIds.deliveryPublished(HeldId, deliveryIdOf({ held_id: HeldId, generation: 1 }), 1), delivery_id: deliveryIdOf({ held_id: HeldId, generation: 1 }), attempt: 1 }
+    givenCall(...endedHeld).when(ackBy(Proposer)).then({ reply: { status: 409, error: { code: "not_delivered" } }, events: [] })
+    givenCall(...endedHeld, published).when(ackBy(Proposer)).then({ reply: { status: 200, continuation_delivery: "acknowledged" }, events: [{ type: "delivery.acknowledged" }] })
   })
 
   it("an ack by someone else, before the end, or for another delivery is refused", () => {
