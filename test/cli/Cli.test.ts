@@ -92,8 +92,8 @@ describe("wk CLI", () => {
     const h = await held(2_600)
     const effects = bank.effects
     const watch = spawn(process.execPath, wkArgs(["held", "watch", h.held_id, "--timeout-ms", "40000"]), { cwd: elsewhere, env: env() })
-    // Listen for the exit now: the watch can end before the attest process has finished exiting.
-    const exited = new Promise<number | null>((resolve) => watch.on("exit", resolve))
+    // Listen for the close now (after exit and once its output is drained): the watch can end before the attest process has finished exiting.
+    const exited = new Promise<number | null>((resolve) => watch.on("close", resolve))
     let out = ""
     watch.stdout.on("data", (d) => (out += String(d)))
     await eventually(async () => out.includes("call.held"), 30_000)

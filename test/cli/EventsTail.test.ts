@@ -74,7 +74,7 @@ describe("wk events tail", () => {
     child.stdout.on("data", (d: Buffer) => (stdout += d.toString()))
     child.stderr.on("data", (d: Buffer) => (stderr += d.toString()))
     let exitCode: number | null | undefined
-    const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve((exitCode = code))))
+    const exited = new Promise<number | null>((resolve) => child.on("close", (code) => resolve((exitCode = code))))
     // The tail starts at the next new event: cancel the held call once the tail says it follows.
     await eventually(async () => {
       if (exitCode !== undefined) throw new Error(`wk events tail exited ${exitCode}: ${stderr}`)
