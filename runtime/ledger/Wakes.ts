@@ -94,11 +94,14 @@ export const layerNatsWakes = Layer.effect(
     Wakes.of({
       begin: (heldId, driving) => {
         const acked = publish(Subjects.wake(heldId), bodyOf(driving))
-        acked.catch(() => undefined) // observed by the returned effect
-        return Effect.tryPromise({
+        // Usually durable by the time the caller awaits it (its ack comes with the commit's): then
+        // the await is no fiber step. A failure is observed by the returned effect.
+        let durable = false
+        acked.then(() => void (durable = true), () => undefined)
+        return Effect.suspend(() => durable ? Effect.void : Effect.tryPromise({
           try: () => acked.then(() => undefined),
           catch: (cause) => new LedgerError({ operation: `wake ${heldId}`, message: String(cause), cause })
-        })
+        }))
       }
     })
   )
