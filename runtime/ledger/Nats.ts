@@ -4,6 +4,7 @@ import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManage
 import { Kvm, type KV } from "@nats-io/kv"
 import { LedgerError } from "./LedgerError.js"
 import { inboxOptionOf } from "../schema/Subjects.js"
+import { coalesceWrites } from "./CoalescedWrites.js"
 
 /** Where and as whom to connect. */
 export interface NatsOptions {
@@ -179,6 +180,7 @@ export const makeNats = (opts: NatsOptions) =>
       try: async () => {
         const inbox = inboxOptionOf(opts.user)
         const nc = await connect({ servers: opts.servers, user: opts.user, pass: opts.pass, name: opts.name ?? "wk-kernel", maxReconnectAttempts: -1, noAsyncTraces: true, ...inbox })
+        coalesceWrites(nc)
         // A server without JetStream refuses here: close the connection, or it keeps the process alive.
         const jsm = await jetstreamManager(nc).catch(async (e: unknown) => {
           await nc.close().catch(() => undefined)
