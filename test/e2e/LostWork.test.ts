@@ -6,7 +6,7 @@ import type { WitnessClient } from "../../runtime/client/Client.js"
 import { Streams, Subjects } from "../../runtime/schema/Subjects.js"
 import { startTestNats, type TestNats } from "../support/TestNats.js"
 import { clientFor, connectAs, testProfile } from "../support/Principals.js"
-import { profileDir, startKernelProcess, type KernelProcess } from "../support/KernelProcess.js"
+import { killSoon, profileDir, startKernelProcess, type KernelProcess } from "../support/KernelProcess.js"
 import { eventsOf, eventually } from "../support/Stream.js"
 
 // Work recorded by a kernel that dies before it drives the call (or writes its wake) is found
@@ -53,7 +53,7 @@ const killingBank = (victim: () => KernelProcess) => {
       if (killed) return
       killed = true
       heldId = key.slice(0, key.lastIndexOf(":"))
-      process.kill(victim().pid, "SIGKILL")
+      killSoon(victim())
       await new Promise((r) => setTimeout(r, 200))
     }
   }).serve(toolConn)

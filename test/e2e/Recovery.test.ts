@@ -4,7 +4,7 @@ import { DemoBank } from "../../runtime/executor/DemoBank.js"
 import type { WitnessClient } from "../../runtime/client/Client.js"
 import { startTestNats, type TestNats } from "../support/TestNats.js"
 import { clientFor, connectAs, testProfile } from "../support/Principals.js"
-import { profileDir, startKernelProcess, type KernelProcess } from "../support/KernelProcess.js"
+import { killSoon, profileDir, startKernelProcess, type KernelProcess } from "../support/KernelProcess.js"
 import { EchoTool } from "../support/EchoTool.js"
 import { eventsOf, eventually } from "../support/Stream.js"
 
@@ -66,7 +66,7 @@ describe("execution and recovery", () => {
       onApplied: async () => {
         if (killed) return
         killed = true
-        process.kill(victim.pid, "SIGKILL")
+        killSoon(victim)
         await new Promise((r) => setTimeout(r, 200))
       }
     }).serve(toolConn)
@@ -104,7 +104,7 @@ describe("execution and recovery", () => {
       onRequest: () => {
         if (dropped) return
         dropped = true
-        process.kill(victim.pid, "SIGKILL")
+        killSoon(victim)
         return "drop"
       }
     }).serve(toolConn)
@@ -137,7 +137,7 @@ describe("execution and recovery", () => {
         tool.invocations.set("any", (tool.invocations.get("any") ?? 0) + 1)
         if (first) {
           first = false
-          process.kill(victim.pid, "SIGKILL")
+          killSoon(victim)
         }
       }
     })

@@ -76,3 +76,11 @@ export const startKernelProcess = async (servers: string, profilesPath: string, 
     output: () => out
   }
 }
+
+/**
+ * SIGKILLs a kernel 20 ms from now: a crash "right after the tool saw the request". The kernel
+ * writes what it answers in the same event-loop turn as the tool request, possibly as that turn
+ * ends (ledger/CoalescedWrites.ts), so an answer already decided goes out first; a tool that
+ * withholds its reply for longer keeps the effect unrecorded at the crash.
+ */
+export const killSoon = (k: KernelProcess): void => void setTimeout(() => process.kill(k.pid, "SIGKILL"), 20)
