@@ -7,7 +7,7 @@ import type { NatsConnection } from "@nats-io/transport-node"
  * writes it from a microtask: one write per batch of commands issued before that microtask runs.
  * A kernel under load resumes many requests from one socket read, each over several microtask
  * rounds (fiber resumptions, promise chains), so each round's appends and replies went out in a
- * write of their own: at 64 agents about 2.2 writes per call against 0.1 reads (`strace -c`).
+ * write of their own: many writes per socket read (docs/performance.md has the counts).
  *
  * Here the first batch of each turn is still written from a microtask, so a lone call waits for
  * nothing more. Batches queued after it in the same turn are written once, as the turn ends
