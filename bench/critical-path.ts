@@ -14,7 +14,7 @@ import { clientFor, connectAs } from "../test/support/Principals.js"
 import { profileDir, startKernelProcess } from "../test/support/KernelProcess.js"
 import { startTestNats } from "../test/support/TestNats.js"
 import { benchProfile } from "./kernel-paths.js"
-import { note, row, type Row } from "./Table.js"
+import { median, note, row, type Row } from "./Table.js"
 
 /** One socket operation of the kernel process: when (ms), read or write, and what it carried. */
 export type TimelineEntry = readonly [number, "R" | "W", string]
@@ -75,11 +75,6 @@ export const callPathsOf = (timeline: ReadonlyArray<TimelineEntry>): Array<CallP
     })
   }
   return paths
-}
-
-const median = (xs: ReadonlyArray<number>) => {
-  const s = [...xs].sort((x, y) => x - y)
-  return s.length === 0 ? 0 : s[Math.floor(s.length / 2)]!
 }
 
 const Quick = process.env["WK_BENCH_QUICK"] === "1"

@@ -4,12 +4,10 @@ import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { promisify } from "node:util"
-import { Kvm } from "@nats-io/kv"
 import type { NatsConnection } from "@nats-io/transport-node"
 import type { WitnessClient } from "../../runtime/client/Client.js"
 import { deliveryBackoffMs, type DeliveryRetry } from "../../runtime/heldcall/Reconciler.js"
 import type { HeldEvent } from "../../runtime/schema/Events.js"
-import { Buckets } from "../../runtime/schema/Subjects.js"
 import { repoRoot } from "../../runtime/cli/Paths.js"
 import { startDeployment, type Deployment } from "../support/Deployment.js"
 import { eventsOf, eventually } from "../support/Stream.js"
@@ -40,11 +38,6 @@ const propose = async (expiresInMs: number) => {
 
 type Ev<T extends HeldEvent["type"]> = Extract<HeldEvent, { type: T }> & { seq: number }
 const ofType = <T extends HeldEvent["type"]>(events: ReadonlyArray<HeldEvent & { seq: number }>, type: T) => events.filter((e): e is Ev<T> => e.type === type)
-
-const openIndexHas = async (heldId: string) => {
-  const e = await (await new Kvm(kernelConn).open(Buckets.open)).get(heldId)
-  return e !== null && e.operation === "PUT"
-}
 
 beforeAll(async () => {
   deployment = await startDeployment(1, { config: { delivery: retry } })
@@ -82,7 +75,7 @@ describe("bounded delivery", () => {
     const after = await eventsOf(kernelConn, h.held_id)
     expect(ofType(after, "delivery.published").length).toBe(published.length)
     expect((await alice.get(h.held_id)).held).toMatchObject({ lifecycle: "expired", continuation_delivery: "delivered", delivery_stopped_at: stopped!.at })
-    expect(await openIndexHas(h.held_id)).toBe(false)
+    expect(await deployment.openIndexHas(h.held_id)).toBe(false)
 
     // A late acknowledgment is still recorded.
     expect(await alice.ack(h.held_id, stopped!.delivery_id)).toMatchObject({ status: 200, continuation_delivery: "acknowledged" })
@@ -106,7 +99,7 @@ describe("bounded delivery", () => {
     expect(ofType(after, "delivery.stopped")).toEqual([])
     expect((await alice.get(h.held_id)).held).toMatchObject({ lifecycle: "completed", continuation_delivery: "acknowledged" })
     // Acknowledged, nothing is left to happen to it: it leaves the open-call index.
-    await eventually(async () => !(await openIndexHas(h.held_id)))
+    await eventually(async () => !(await deployment.openIndexHas(h.held_id)))
   }, 60_000)
 
   it("status and held ls count only open calls; an ended call whose delivery is owed is shown apart", async () => {
@@ -116,8 +109,8 @@ describe("bounded delivery", () => {
     // Completed through admission, its delivery unacknowledged: the index keeps it (delivery is
     // still owed, recovery revisits it) but it is not open.
     await eventually(async () => ofType(await eventsOf(kernelConn, done.held_id), "delivery.published").length > 0)
-    expect(await openIndexHas(done.held_id)).toBe(true)
-    expect(await openIndexHas(open.held_id)).toBe(true)
+    expect(await deployment.openIndexHas(done.held_id)).toBe(true)
+    expect(await deployment.openIndexHas(open.held_id)).toBe(true)
 
     const run = promisify(execFile)
     const env: Record<string, string | undefined> = { ...process.env, NATS_URL: `nats://${deployment.nats.servers}`, WK_CONFIG_DIR: mkdtempSync(join(tmpdir(), "wk-config-")) }
@@ -136,6 +129,6 @@ describe("bounded delivery", () => {
     // Acknowledged, it leaves the index.
     const [d] = ofType(await eventsOf(kernelConn, done.held_id), "delivery.published")
     expect((await alice.ack(done.held_id, d!.delivery_id)).status).toBe(200)
-    await eventually(async () => !(await openIndexHas(done.held_id)))
+    await eventually(async () => !(await deployment.openIndexHas(done.held_id)))
   }, 120_000)
 })

@@ -1,7 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { Kvm } from "@nats-io/kv"
 import type { DeliveryRetry } from "../../runtime/heldcall/Reconciler.js"
-import { Buckets } from "../../runtime/schema/Subjects.js"
 import type { Parties } from "../support/Parties.js"
 import { startDeployment, type Deployment } from "../support/Deployment.js"
 import { eventsOf, eventually } from "../support/Stream.js"
@@ -46,13 +44,9 @@ describe("a delivery acknowledged through another kernel", () => {
       expect([again.status, again.outcome, again.held_id]).toEqual([200, "completed", h.held_id])
       calls.push(h.held_id)
     }
-    const open = await new Kvm(kernelConn).open(Buckets.open)
     for (const heldId of calls) {
       await eventually(async () => (await eventsOf(kernelConn, heldId)).some((e) => e.type === "delivery.acknowledged"), 30_000)
-      await eventually(async () => {
-        const e = await open.get(heldId)
-        return e === null || e.operation !== "PUT"
-      }, 30_000)
+      await eventually(async () => !(await deployment.openIndexHas(heldId)), 30_000)
     }
     await eventually(deployment.controllerIdle, 30_000)
     for (const heldId of calls) {
