@@ -6,8 +6,8 @@ import type { NatsConnection } from "@nats-io/transport-node"
  * nats.js (`ProtocolHandler.sendCommand`, nats-core 3.x) queues what a connection publishes and
  * writes it from a microtask: one write per batch of commands issued before that microtask runs.
  * A kernel under load resumes many requests from one socket read, each over several microtask
- * rounds (fiber resumptions, promise chains), so each round's appends and replies went out in a
- * write of their own: many writes per socket read (docs/performance.md has the counts).
+ * rounds (fiber resumptions, promise chains), so left to nats.js each round's appends and replies
+ * take a write of their own: many writes per socket read (docs/performance.md has the counts).
  *
  * Here the first batch of each turn is still written from a microtask, so a lone call waits for
  * nothing more. Batches queued after it in the same turn are written once, as the turn ends
