@@ -3,6 +3,7 @@ import { join } from "node:path"
 import { repoRoot } from "../runtime/cli/Paths.js"
 import { runAuditReplayBench } from "./audit-replay.js"
 import { runCliStartBench } from "./cli-start.js"
+import { runCpuBudgetBench } from "./cpu-budget.js"
 import { runCriticalPathBench } from "./critical-path.js"
 import { runEffectOpsBench } from "./effect-ops.js"
 import { runHostileLoadBench } from "./hostile-load.js"
@@ -14,7 +15,7 @@ import { notes, printNotes, printTable, type Row } from "./Table.js"
 
 /**
  * `npm run bench`: every figure next to its floor, measured in the same run. Select with
- * WK_BENCH_ONLY=cli,kernel,path,effect,hostile,plugin,audit,memory,reeval; sizes with WK_BENCH_RUNS, WK_BENCH_PER_RUN,
+ * WK_BENCH_ONLY=cli,kernel,path,budget,effect,hostile,plugin,audit,memory,reeval; sizes with WK_BENCH_RUNS, WK_BENCH_PER_RUN,
  * WK_BENCH_PARKED (default 100,000 parked calls: that part takes minutes), WK_BENCH_REEVAL_N (open
  * held calls a policy change re-evaluates; default 10,000, 100,000 for the full figure). WK_BENCH_QUICK=1 runs the
  * kernel suite once with few calls, to see its rows produced (figures are noise); WK_BENCH_DBOS=0
@@ -26,6 +27,7 @@ const suites: ReadonlyArray<readonly [string, () => Promise<Array<Row>>]> = [
   ["cli", runCliStartBench],
   ["kernel", runKernelPathBench],
   ["path", runCriticalPathBench],
+  ["budget", () => runCpuBudgetBench()],
   ["effect", runEffectOpsBench],
   ["hostile", runHostileLoadBench],
   ["plugin", () => runPluginStageBench()],

@@ -3,14 +3,14 @@ import { HeldCallStore, type Loaded } from "../ledger/HeldCallStore.js"
 import type { AppendConflict, LedgerError } from "../ledger/LedgerError.js"
 import { OpenIndex } from "../ledger/OpenIndex.js"
 import { Wakes } from "../ledger/Wakes.js"
-import { beforeDispatch, initialFacts, quiescent } from "../heldcall/Facts.js"
-import { decide, type Command, type DecideContext, type Decision } from "../heldcall/Decide.js"
+import { beforeDispatch, quiescent } from "../heldcall/Facts.js"
+import type { Command, DecideContext } from "../heldcall/Decide.js"
 import { decideContextOf, type ActivePolicy } from "../policy/ActivePolicy.js"
 import { PolicyStore } from "../policy/PolicyStore.js"
-import { unavailable, type Reply } from "../schema/Reply.js"
+import type { Reply } from "../schema/Reply.js"
 import { KernelConfig } from "../KernelConfig.js"
 import { Driver, type Driven } from "./Driver.js"
-import { decideAndCommit, MaxAttempts, type Committed } from "./internal/decideAndCommit.js"
+import { decideAndCommit, decideUntilCommitted } from "./internal/decideAndCommit.js"
 import { wakeAndDrive, type Follow } from "./internal/wakeAndDrive.js"
 
 export type { Follow } from "./internal/wakeAndDrive.js"
@@ -77,6 +77,13 @@ const wakeOf = (c: Command, follow: Follow): "driving" | "plain" | "none" => {
 /** Commands whose events join the first commit of the drive they enable (see `HeldCalls`). */
 const handsOver = (c: Command, follow: Follow) => (c._tag === "Attest" && follow === "fork") || (c._tag === "Propose" && c.edge === undefined && follow === "await")
 
+/** What committing a handed-over decision did: the facts after its commit, and whether a drive took its events. */
+interface Written {
+  readonly committed: Loaded | null
+  readonly handed: boolean
+  readonly driven: Driven | null
+}
+
 export const makeHeldCalls = Effect.gen(function* () {
   const store = yield* HeldCallStore
   const driver = yield* Driver
@@ -84,8 +91,6 @@ export const makeHeldCalls = Effect.gen(function* () {
   const openIndex = yield* OpenIndex
   const policies = yield* PolicyStore
   const { owner, leaseMs } = yield* KernelConfig
-
-  type HandedOver = Committed & { readonly handed: boolean; readonly driven: Driven | null }
 
   /**
    * Decides on this process's view and hands the events to a drive of the call, which commits
@@ -95,34 +100,15 @@ export const makeHeldCalls = Effect.gen(function* () {
    * rejected attestation) is committed as usual.
    */
   const handOver = (heldId: string, command: Command, follow: Follow, contextAt: () => DecideContext) =>
-    Effect.gen(function* () {
-      for (let attempt = 0; attempt < MaxAttempts; attempt++) {
-        const first = attempt === 0
-        const loaded: Loaded =
-          (first && command._tag === "Propose" ? store.peek(heldId) : yield* store.load(heldId, first ? "cached" : "fresh")) ?? { facts: initialFacts(heldId), revision: 0 }
-        const decision: Decision = decide(command, loaded.facts, contextAt())
-        // Writing nothing is the answer only on facts caught up with the stream (see decideAndCommit).
-        if (decision.events.length === 0 && first) continue
-        if (decision.events.length === 0) return { decision, committed: null, handed: false, driven: null } satisfies HandedOver
-        if (decision.drive === undefined) {
-          const r = yield* store.serialized(heldId, store.append(loaded, decision.events)).pipe(Effect.either)
-          if (r._tag === "Right") return { decision, committed: r.right, handed: false, driven: null } satisfies HandedOver
-          if (r.left._tag !== "AppendConflict") return yield* r.left
-          continue
-        }
-        if (follow === "await") {
-          const r = yield* driver.driveFrom(heldId, { base: loaded, pending: decision.events }).pipe(Effect.either)
-          if (r._tag === "Right") return { decision, committed: null, handed: true, driven: r.right } satisfies HandedOver
-          if (r.left._tag !== "AppendConflict") return yield* r.left
-          continue
-        }
+    decideUntilCommitted(store, heldId, command, contextAt, (loaded, decision): Effect.Effect<Written, LedgerError | AppendConflict> => {
+      if (decision.drive === undefined) return Effect.map(store.serialized(heldId, store.append(loaded, decision.events)), (committed) => ({ committed, handed: false, driven: null }))
+      if (follow === "await") return Effect.map(driver.driveFrom(heldId, { base: loaded, pending: decision.events }), (driven) => ({ committed: null, handed: true, driven }))
+      return Effect.gen(function* () {
         const firstCommit = yield* Deferred.make<Loaded, LedgerError | AppendConflict>()
         yield* Effect.forkDaemon(driver.driveFrom(heldId, { base: loaded, pending: decision.events, firstCommit }).pipe(Effect.ignore))
-        const r = yield* Deferred.await(firstCommit).pipe(Effect.either)
-        if (r._tag === "Right") return { decision, committed: r.right, handed: true, driven: null } satisfies HandedOver
-        if (r.left._tag !== "AppendConflict") return yield* r.left
-      }
-      return { decision: { reply: unavailable(`held call ${heldId} is changing too fast; retry`), events: [] }, committed: null, handed: false, driven: null } satisfies HandedOver
+        const committed = yield* Deferred.await(firstCommit)
+        return { committed, handed: true, driven: null }
+      })
     })
 
   const handle = (heldId: string, command: Command, options: HandleOptions = {}) =>
@@ -131,7 +117,7 @@ export const makeHeldCalls = Effect.gen(function* () {
       const contextAt = () => decideContextOf(policy, Date.now())
       const follow = options.follow ?? "fork"
       const { decision, committed, handed, driven: handedDriven } = handsOver(command, follow)
-        ? yield* handOver(heldId, command, follow, contextAt)
+        ? yield* Effect.map(handOver(heldId, command, follow, contextAt), ({ decision, written }) => ({ decision, ...(written ?? { committed: null, handed: false, driven: null }) }))
         : { ...(yield* decideAndCommit(store, heldId, command, contextAt)), handed: false, driven: null }
       const drive = decision.drive ?? null
       let driven: Driven | null = handedDriven
