@@ -85,6 +85,8 @@ const metricsPortOf = (flag: Option.Option<number>, fallback: number | undefined
 const serve = (url: string, profiles: ReadonlyArray<Profile>, withBank: boolean, metricsPort: number | undefined) =>
   Effect.gen(function* () {
     const nats = natsOptionsFromUrl(url, kernelCredentials)
+    // The kernel's scope closes inside the layers': on Ctrl-C it stops taking requests and answers
+    // the ones it took while its connection and stores are still open, then the layers close.
     yield* Effect.scoped(
       Effect.gen(function* () {
         // Every kernel process loads plugins by digest from the object store; publish ours there.
@@ -118,8 +120,8 @@ const serve = (url: string, profiles: ReadonlyArray<Profile>, withBank: boolean,
           ].join("\n")
         )
         return yield* Effect.never
-      }).pipe(Effect.provide(layerKernel({ nats, profiles, replicas: Number(process.env["WK_REPLICAS"] ?? 1) })))
-    )
+      })
+    ).pipe(Effect.provide(layerKernel({ nats, profiles, replicas: Number(process.env["WK_REPLICAS"] ?? 1) })))
   })
 
 /**

@@ -1,11 +1,11 @@
-import { Effect } from "effect"
+import { Cause, Effect } from "effect"
 import { Nats } from "../ledger/Nats.js"
 import type { HeldCallStore } from "../ledger/HeldCallStore.js"
 import type { Driver } from "../loops/Driver.js"
 import { PolicyStore } from "../policy/PolicyStore.js"
 import { classifyChange, holdsProfile, PolicyApplyTool } from "../policy/PolicyChange.js"
 import { Buckets, Subjects } from "../schema/Subjects.js"
-import { serveRequests } from "./internal/serveRequests.js"
+import { RequestsInFlight, serveRequests } from "./internal/serveRequests.js"
 import { readEventsAfter } from "../ledger/EventLog.js"
 import type { HeldEvent } from "../schema/Events.js"
 import type { WitnessedSignatures } from "../schema/PolicyApplied.js"
@@ -47,6 +47,9 @@ const authorizingSignatures = (heldId: string, generation: number | undefined) =
     Effect.orElseSucceed(() => ({}))
   )
 
+/** How long a stopping kernel lets a policy apply it took finish before interrupting it (unanswered: the executor reads back). */
+const StopGraceMs = 5_000
+
 /**
  * Serves `kernel_policy_apply` as a tool on the kernel's own connection, so a policy change
  * runs through the held-call path like any effect: dispatched once under a lease, recorded,
@@ -57,6 +60,7 @@ const authorizingSignatures = (heldId: string, generation: number | undefined) =
 export const servePolicyApplyTool = Effect.gen(function* () {
   const { nc, kv } = yield* Nats
   const runtime = yield* Effect.runtime<Deps>()
+  const inFlight = new RequestsInFlight()
   const invoke = (req: { idempotency_key?: unknown; args?: { profile?: unknown } }) =>
     Effect.gen(function* () {
       const key = typeof req.idempotency_key === "string" ? req.idempotency_key : ""
@@ -86,13 +90,15 @@ export const servePolicyApplyTool = Effect.gen(function* () {
     serveRequests(
       nc,
       runtime,
+      inFlight,
       subject,
       (msg) =>
         Effect.try(() => msg.json<Record<string, unknown>>()).pipe(
           Effect.matchEffect({ onFailure: () => Effect.succeed({ ok: false, error: "request is not JSON" }), onSuccess: handler })
         ),
-      (c) => ({ ok: false, error: `policy apply failed: ${String(c)}` })
+      // Interrupted as the kernel stops: no answer, so the executor reads back what happened.
+      (c) => (Cause.isInterruptedOnly(c) ? undefined : { ok: false, error: `policy apply failed: ${String(c)}` })
     )
   const subs = [serve(Subjects.toolInvoke(PolicyApplyTool), invoke), serve(Subjects.toolReadback(PolicyApplyTool), readback)]
-  yield* Effect.addFinalizer(() => Effect.sync(() => subs.forEach((s) => s.unsubscribe())))
+  yield* Effect.addFinalizer(() => inFlight.close(subs, StopGraceMs))
 })

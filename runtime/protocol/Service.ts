@@ -11,7 +11,6 @@ import type { PolicyStore } from "../policy/PolicyStore.js"
 import type { Driver } from "../loops/Driver.js"
 import type { HeldCalls } from "../loops/HeldCalls.js"
 import { AllowLatency } from "../loops/AllowLatency.js"
-import type { KernelConfig } from "../KernelConfig.js"
 import type { HeldIds } from "./HeldIds.js"
 import { Subjects } from "../schema/Subjects.js"
 import { ack } from "./Ack.js"
@@ -28,7 +27,8 @@ import { grants } from "./Grants.js"
 import { standingGrant, standingList, standingRevoke } from "./Standing.js"
 import { unavailable, type Reply } from "./Replies.js"
 import type { Rejected } from "./Request.js"
-import { serveRequests } from "./internal/serveRequests.js"
+import { RequestsInFlight, serveRequests } from "./internal/serveRequests.js"
+import { KernelConfig } from "../KernelConfig.js"
 
 type Deps = Nats | LedgerPorts | PolicyStore | Driver | HeldCalls | KernelConfig | HeldIds | AllowLatency
 type Handler = (data: Uint8Array) => Effect.Effect<Reply, Rejected | { readonly _tag: "LedgerError"; readonly message: string }, Deps>
@@ -60,13 +60,23 @@ const traced = (subject: string, handler: Handler, data: Uint8Array, parent: Tra
     }
   })
 
+/** The answer to a request interrupted because the kernel is stopping: send it again (another kernel answers). */
+const stopping = unavailable("the kernel is stopping; send the request again")
+
 /**
  * Serves the protocol subjects over NATS request/reply. A rejected request gets its error
  * reply; an infrastructure failure gets 503 and nothing half-applied (appends are atomic).
+ *
+ * Stopping (the scope closing: SIGINT) takes no new request and answers every request taken.
+ * One still running after the tool timeout (a blocking wait) is interrupted and answered 503, to
+ * be sent again; what it committed stands, and what it left undone is the recovery's, as after a
+ * crash.
  */
 export const serveProtocol = Effect.gen(function* () {
   const { nc } = yield* Nats
+  const { toolTimeoutMs } = yield* KernelConfig
   const runtime = yield* Effect.runtime<Deps>()
+  const inFlight = new RequestsInFlight()
   const routes: ReadonlyArray<readonly [string, Handler]> = [
     [Subjects.propose, timedAllow(propose)],
     [Subjects.get, get],
@@ -87,14 +97,16 @@ export const serveProtocol = Effect.gen(function* () {
     serveRequests(
       nc,
       runtime,
+      inFlight,
       subject,
       (msg) => (tracingEnabled() ? traced(subject, handler, msg.data, contextOfHeaders(msg.headers)) : handler(msg.data)).pipe(Effect.catchAll((e) => Effect.succeed(e._tag === "Rejected" ? e.reply : unavailable(`${e._tag}: ${e.message}`)))),
       (cause) => {
+        if (Cause.isInterruptedOnly(cause)) return stopping
         kernelMetrics.defects.inc({ loop: "protocol" })
         log.error({ loop: "protocol", subject, err: Cause.pretty(cause) }, "request failed")
         return { status: 500, error: { code: "internal", message: "the kernel failed on this request; it was not applied" } }
       }
     )
   )
-  yield* Effect.addFinalizer(() => Effect.sync(() => subs.forEach((s) => s.unsubscribe())))
+  yield* Effect.addFinalizer(() => inFlight.close(subs, toolTimeoutMs + 1_000))
 })

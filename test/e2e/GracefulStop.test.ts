@@ -1,0 +1,119 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import type { NatsConnection } from "@nats-io/transport-node"
+import { DemoBank } from "../../runtime/executor/DemoBank.js"
+import { startTestNats, type TestNats } from "../support/TestNats.js"
+import { clientFor, connectAs, testProfile } from "../support/Principals.js"
+import { profileDir, startKernelProcess, type KernelProcess } from "../support/KernelProcess.js"
+import { eventCount, eventsOf, eventually } from "../support/Stream.js"
+
+// A kernel stopped cleanly (SIGINT, as in a rolling upgrade) while agents are calling: it takes
+// no new request (the others in the queue group do), answers every request it took, and a
+// request still waiting past the tool timeout (a blocking proposal) is answered 503 to be sent
+// again rather than left to time out. Agents here give up after 5 s, not the default 15.
+let nats: TestNats
+let agentConn: NatsConnection
+let toolConn: NatsConnection
+let kernelConn: NatsConnection
+let bank: DemoBank
+let profiles: string
+const kernels: Array<KernelProcess> = []
+const profile = testProfile({
+  grants: { "agent:alice": ["money_transfer"] },
+  rules: { money_transfer: { amount_field: "amount", witness_above: 1000, deny_above: 100_000, contract: { rule: { class: "human" } } } }
+})
+
+const startKernel = async () => {
+  const k = await startKernelProcess(nats.servers, profiles, { WK_TOOL_TIMEOUT_MS: "1000" })
+  kernels.push(k)
+  return k
+}
+
+let n = 0
+const transfer = (amount: number, preferences?: Record<string, unknown>) => ({
+  session_id: "s-stop",
+  turn_id: "t1",
+  call_id: `g${++n}`,
+  tool: "money_transfer",
+  args: { from: `acct-g${n}`, to: "shop", amount },
+  ...(preferences !== undefined ? { preferences: preferences as never } : {})
+})
+
+/** Warnings and errors a kernel logged (JSON lines at level 40 or 50). */
+const complaints = (k: KernelProcess) => k.output().split("\n").filter((line) => /"level":(40|50)/.test(line))
+
+beforeAll(async () => {
+  nats = await startTestNats()
+  agentConn = await connectAs(nats.servers, "agent")
+  toolConn = await connectAs(nats.servers, "bank")
+  kernelConn = await connectAs(nats.servers, "kernel")
+  bank = new DemoBank({ openingBalance: 1e9 }).serve(toolConn)
+  profiles = profileDir([profile])
+  await Promise.all([startKernel(), startKernel()])
+}, 240_000)
+
+afterAll(async () => {
+  await Promise.all(kernels.map((k) => k.kill()))
+  bank?.stop()
+  await Promise.all([agentConn, toolConn, kernelConn].map((c) => c?.close()))
+  await nats?.dispose()
+})
+
+describe("a kernel stopped with SIGINT", () => {
+  it("under load answers every request it took, the other kernel the rest: no agent times out, one effect per answer", async () => {
+    const alice = clientFor(agentConn, "agent:alice", 5_000)
+    const [first] = kernels
+    const statuses = new Map<string, number>()
+    let answered = 0
+    let answeredAfterStop = 0
+    let stopped = false
+    let running = true
+    const agent = async () => {
+      while (running) {
+        const reply = await alice.propose(transfer(10)).catch((e: unknown) => ({ status: String(e) }))
+        statuses.set(String(reply.status), (statuses.get(String(reply.status)) ?? 0) + 1)
+        answered++
+        if (stopped) answeredAfterStop++
+      }
+    }
+    const agents = Array.from({ length: 16 }, agent)
+    await eventually(async () => answered >= 150, 60_000)
+    const stopping = first!.stop()
+    stopped = true
+    await stopping
+    await eventually(async () => answeredAfterStop >= 150, 60_000)
+    running = false
+    await Promise.all(agents)
+
+    expect([...statuses.keys()]).toEqual(["200"])
+    expect(bank.effects).toBe(statuses.get("200"))
+    expect(first!.child.exitCode ?? first!.child.signalCode).not.toBeNull()
+    expect(complaints(first!)).toEqual([])
+  }, 180_000)
+
+  it("answers a blocking proposal still waiting past the tool timeout 503, to be sent again; sent again, another kernel answers it", async () => {
+    const alice = clientFor(agentConn, "agent:alice", 10_000)
+    // One kernel running, so it is the one the proposal reaches.
+    const running = kernels.filter((k) => k.child.exitCode === null && k.child.signalCode === null)
+    for (const k of running.slice(1)) await k.stop()
+    const waiting = running.slice(0, 1)
+    expect(waiting).toHaveLength(1)
+    const call = transfer(5_000, { wait: { mode: "block", max_ms: 20_000 } })
+    const before = await eventCount(kernelConn)
+    const blocked = alice.propose(call)
+    // The proposal is committed, held (nobody attests), and its kernel waits for it to end.
+    await eventually(async () => (await eventCount(kernelConn)) > before, 30_000)
+    const next = await startKernel()
+    const t0 = Date.now()
+    await waiting[0]!.stop()
+    const reply = await blocked
+    expect(reply).toMatchObject({ status: 503, error: { code: "unavailable", message: expect.stringContaining("stopping") } })
+    expect(Date.now() - t0).toBeLessThan(8_000)
+
+    // The same call sent again (a fresh envelope) reaches the kernel still running: the same held call, still held.
+    const again = (await alice.propose({ ...call, preferences: { wait: { mode: "block", max_ms: 500 } } as never })) as { status: number; outcome?: string; held_id: string }
+    expect(again).toMatchObject({ status: 202, outcome: "held" })
+    expect((await eventsOf(kernelConn, again.held_id)).filter((e) => e.type === "call.proposed")).toHaveLength(1)
+    expect(complaints(next)).toEqual([])
+    expect(bank.effects).toBe(bank.byKey.size)
+  }, 180_000)
+})
