@@ -60,6 +60,8 @@ export class HeldCallStore extends Context.Tag("wk/HeldCallStore")<
     readonly serialized: <A, E, R>(heldId: string, effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
     /** Resolves when the work this process has serialized on the call ends; undefined when there is none. */
     readonly whenIdle: (heldId: string) => Promise<void> | undefined
+    /** Resolves when no work this process serialized on any call is running (a stopping kernel lets its drives finish). */
+    readonly whenAllIdle: () => Promise<void>
   }
 >() {}
 
@@ -172,7 +174,11 @@ export const makeHeldCallStore = Effect.gen(function* () {
       )
     })
 
-  return HeldCallStore.of({ load, replay, append, project, peek: (heldId) => recent.get(heldId), serialized, whenIdle: (heldId) => locks.get(heldId) })
+  const whenAllIdle = async (): Promise<void> => {
+    while (locks.size > 0) await Promise.all(locks.values())
+  }
+
+  return HeldCallStore.of({ load, replay, append, project, peek: (heldId) => recent.get(heldId), serialized, whenIdle: (heldId) => locks.get(heldId), whenAllIdle })
 })
 
 export const layerHeldCallStore = Layer.effect(HeldCallStore, makeHeldCallStore)

@@ -14,6 +14,9 @@ let nats: TestNats
 let agentConn: NatsConnection
 let toolConn: NatsConnection
 let kernelConn: NatsConnection
+let witnessConn: NatsConnection
+/** How long the bank takes to answer a transfer it applied (a slow tool). */
+let toolDelayMs = 0
 let bank: DemoBank
 let profiles: string
 const kernels: Array<KernelProcess> = []
@@ -38,6 +41,8 @@ const transfer = (amount: number, preferences?: Record<string, unknown>) => ({
   ...(preferences !== undefined ? { preferences: preferences as never } : {})
 })
 
+const isRunning = (k: KernelProcess) => k.child.exitCode === null && k.child.signalCode === null
+
 /** Warnings and errors a kernel logged (JSON lines at level 40 or 50). */
 const complaints = (k: KernelProcess) => k.output().split("\n").filter((line) => /"level":(40|50)/.test(line))
 
@@ -46,7 +51,8 @@ beforeAll(async () => {
   agentConn = await connectAs(nats.servers, "agent")
   toolConn = await connectAs(nats.servers, "bank")
   kernelConn = await connectAs(nats.servers, "kernel")
-  bank = new DemoBank({ openingBalance: 1e9 }).serve(toolConn)
+  witnessConn = await connectAs(nats.servers, "witness")
+  bank = new DemoBank({ openingBalance: 1e9, onApplied: () => (toolDelayMs > 0 ? new Promise((r) => setTimeout(r, toolDelayMs)) : undefined) }).serve(toolConn)
   profiles = profileDir([profile])
   await Promise.all([startKernel(), startKernel()])
 }, 240_000)
@@ -54,7 +60,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all(kernels.map((k) => k.kill()))
   bank?.stop()
-  await Promise.all([agentConn, toolConn, kernelConn].map((c) => c?.close()))
+  await Promise.all([agentConn, toolConn, kernelConn, witnessConn].map((c) => c?.close()))
   await nats?.dispose()
 })
 
@@ -93,7 +99,7 @@ describe("a kernel stopped with SIGINT", () => {
   it("answers a blocking proposal still waiting past the tool timeout 503, to be sent again; sent again, another kernel answers it", async () => {
     const alice = clientFor(agentConn, "agent:alice", 10_000)
     // One kernel running, so it is the one the proposal reaches.
-    const running = kernels.filter((k) => k.child.exitCode === null && k.child.signalCode === null)
+    const running = kernels.filter(isRunning)
     for (const k of running.slice(1)) await k.stop()
     const waiting = running.slice(0, 1)
     expect(waiting).toHaveLength(1)
@@ -115,5 +121,27 @@ describe("a kernel stopped with SIGINT", () => {
     expect((await eventsOf(kernelConn, again.held_id)).filter((e) => e.type === "call.proposed")).toHaveLength(1)
     expect(complaints(next)).toEqual([])
     expect(bank.effects).toBe(bank.byKey.size)
+  }, 180_000)
+
+  it("lets a drive it is running finish: an approval's tool request in flight as it stops is recorded and delivered by it, no other kernel running", async () => {
+    for (const k of kernels.filter(isRunning)) await k.stop()
+    const k = await startKernel()
+    const alice = clientFor(agentConn, "agent:alice", 10_000)
+    const carol = clientFor(witnessConn, "user:carol")
+    const h = (await alice.propose(transfer(5_000))) as { status: number; held_id: string; generation: number; call_digest: string; witness_request: { contract_digest: string } }
+    expect(h.status).toBe(202)
+    toolDelayMs = 500
+    const approved = await carol.attest({ held_id: h.held_id, generation: h.generation, call_digest: h.call_digest, contract_digest: h.witness_request.contract_digest, class: "human", decision: "approve" })
+    expect(approved.disposition).toBe("accepted")
+    // The bank has the transfer and takes its time to answer; the kernel is stopped meanwhile.
+    await eventually(async () => (bank.invocations.get(`${h.held_id}:g${h.generation}`) ?? 0) > 0, 10_000)
+    await k.stop()
+    toolDelayMs = 0
+
+    const types = (await eventsOf(kernelConn, h.held_id)).map((e) => e.type)
+    expect(types).toContain("effect.recorded")
+    expect(types).toContain("delivery.published")
+    expect(bank.invocations.get(`${h.held_id}:g${h.generation}`)).toBe(1)
+    expect(complaints(k)).toEqual([])
   }, 180_000)
 })

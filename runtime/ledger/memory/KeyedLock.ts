@@ -9,7 +9,8 @@ interface Entry {
 
 /**
  * Runs effects one at a time per key (a semaphore per key, dropped when nobody waits on it);
- * `whenIdle(key)` resolves when every effect queued on the key so far has ended.
+ * `whenIdle(key)` resolves when every effect queued on the key so far has ended, `whenAllIdle()`
+ * when nothing is queued on any key.
  */
 export const keyedLock = () => {
   const locks = new Map<string, Entry>()
@@ -42,5 +43,9 @@ export const keyedLock = () => {
     }
     return entry.idle.promise
   }
-  return { run, whenIdle }
+  /** Resolves when no effect is queued or running on any key. */
+  const whenAllIdle = async (): Promise<void> => {
+    while (locks.size > 0) await Promise.all([...locks.keys()].map(whenIdle))
+  }
+  return { run, whenIdle, whenAllIdle }
 }

@@ -65,7 +65,8 @@ export const makeMemoryHeldCallStore = Effect.sync(() => {
       return f === undefined ? undefined : { facts: f, revision: 0 }
     },
     serialized: lock.run,
-    whenIdle: lock.whenIdle
+    whenIdle: lock.whenIdle,
+    whenAllIdle: lock.whenAllIdle
   })
 })
 

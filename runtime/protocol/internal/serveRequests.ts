@@ -45,12 +45,6 @@ export class RequestsInFlight {
     return this.#fibers.size === 0 ? Promise.resolve() : new Promise((resolve) => this.#idle.push(resolve))
   }
 
-  /** Resolves once no request is being answered, or after `ms`. */
-  idleWithin(ms: number): Promise<void> {
-    let timer: ReturnType<typeof setTimeout> | undefined
-    return Promise.race([this.idle(), new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]).finally(() => clearTimeout(timer))
-  }
-
   /**
    * Stops `subs`: requests already delivered to this process are still handed over, new ones go
    * to the other members of the queue group. Then waits up to `graceMs` for the requests taken to
@@ -59,9 +53,8 @@ export class RequestsInFlight {
   close(subs: ReadonlyArray<Subscription>, graceMs: number): Effect.Effect<void> {
     return Effect.gen(this, function* () {
       yield* Effect.promise(() => Promise.all(subs.map((s) => s.drain().catch(() => undefined))))
-      // A plain race, not `Effect.timeout`: this runs as a finalizer, where a timeout would wait
-      // for the uninterruptible wait it times out.
-      yield* Effect.promise(() => this.idleWithin(graceMs))
+      // Interruptible: this runs as a finalizer, where a timeout would otherwise wait for the wait it times out.
+      yield* Effect.promise(() => this.idle()).pipe(Effect.interruptible, Effect.timeoutOption(graceMs))
       yield* Fiber.interruptAll([...this.#fibers])
     })
   }
