@@ -1,6 +1,6 @@
 import { HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Effect, Layer } from "effect"
+import { Cause, Effect, Layer } from "effect"
 import { createServer } from "node:http"
 import { layerKernelLink, type GatewayNats } from "./KernelLink.js"
 import { gatewayRouter } from "./Routes.js"
@@ -16,13 +16,23 @@ export interface GatewayOptions {
 
 const notFound = HttpServerResponse.unsafeJson({ status: 404, error: { code: "not_found", message: "no such route" } }, { status: 404 })
 
-/** The gateway's app: routes, a JSON 404 for anything else, a JSON 500 for defects; each request counted and timed. */
+/**
+ * What a request that did not complete is answered: one interrupted (its client went away
+ * mid-answer, a page reloaded while its files loaded) is no gateway error and is counted as 499
+ * (client closed request); anything else is a defect, logged, and a JSON 500.
+ */
+export const failedRequestResponse = (cause: Cause.Cause<unknown>) =>
+  Cause.isInterruptedOnly(cause)
+    ? Effect.as(Effect.logDebug("gateway request interrupted"), HttpServerResponse.empty({ status: 499 }))
+    : Effect.as(Effect.logError("gateway request failed", cause), HttpServerResponse.unsafeJson({ status: 500, error: { code: "internal", message: "gateway error" } }, { status: 500 }))
+
+/** The gateway's app: routes, a JSON 404 for anything else, a JSON 500 for defects (499 for an interrupted request); each request counted and timed. */
 export const gatewayApp = Effect.gen(function* () {
   const started = performance.now()
   const route = routeOf(new URL((yield* HttpServerRequest.HttpServerRequest).url, "http://gateway").pathname)
   const response = yield* gatewayRouter.pipe(
     Effect.catchTag("RouteNotFound", () => Effect.succeed(notFound)),
-    Effect.catchAllCause((cause) => Effect.as(Effect.logError("gateway request failed", cause), HttpServerResponse.unsafeJson({ status: 500, error: { code: "internal", message: "gateway error" } }, { status: 500 })))
+    Effect.catchAllCause(failedRequestResponse)
   )
   gatewayMetrics.requests.inc({ route, status: String(response.status) })
   gatewayMetrics.seconds.observe({ route }, (performance.now() - started) / 1000)
