@@ -6,7 +6,7 @@ import { clientFor, connectAs, testProfile } from "../support/Principals.js"
 import { profileDir, startKernelProcess, type KernelProcess } from "../support/KernelProcess.js"
 import { eventCount, eventsOf, eventually } from "../support/Stream.js"
 
-// A kernel stopped cleanly (SIGINT, as in a rolling upgrade) while agents are calling: it takes
+// A kernel stopped cleanly (SIGINT or SIGTERM, as in a rolling upgrade) while agents are calling: it takes
 // no new request (the others in the queue group do), answers every request it took, and a
 // request still waiting past the tool timeout (a blocking proposal) is answered 503 to be sent
 // again rather than left to time out. Agents here give up after 5 s, not the default 15.
@@ -64,7 +64,7 @@ afterAll(async () => {
   await nats?.dispose()
 })
 
-describe("a kernel stopped with SIGINT", () => {
+describe("a kernel stopped cleanly (SIGINT, or SIGTERM where said)", () => {
   it("under load answers every request it took, the other kernel the rest: no agent times out, one effect per answer", async () => {
     const alice = clientFor(agentConn, "agent:alice", 5_000)
     const [first] = kernels
@@ -123,7 +123,7 @@ describe("a kernel stopped with SIGINT", () => {
     expect(bank.effects).toBe(bank.byKey.size)
   }, 180_000)
 
-  it("lets a drive it is running finish: an approval's tool request in flight as it stops is recorded and delivered by it, no other kernel running", async () => {
+  it("(SIGTERM) lets a drive it is running finish: an approval's tool request in flight as it stops is recorded and delivered by it, no other kernel running", async () => {
     for (const k of kernels.filter(isRunning)) await k.stop()
     const k = await startKernel()
     const alice = clientFor(agentConn, "agent:alice", 10_000)
@@ -135,7 +135,10 @@ describe("a kernel stopped with SIGINT", () => {
     expect(approved.disposition).toBe("accepted")
     // The bank has the transfer and takes its time to answer; the kernel is stopped meanwhile.
     await eventually(async () => (bank.invocations.get(`${h.held_id}:g${h.generation}`) ?? 0) > 0, 10_000)
-    await k.stop()
+    // SIGTERM, as a container runtime stops a process: the same clean stop as SIGINT.
+    const exited = new Promise((resolve) => k.child.once("exit", resolve))
+    k.child.kill("SIGTERM")
+    await exited
     toolDelayMs = 0
 
     const types = (await eventsOf(kernelConn, h.held_id)).map((e) => e.type)
