@@ -48,6 +48,24 @@ export const median = (xs: ReadonlyArray<number>) => {
   return s.length === 0 ? 0 : s[Math.floor(s.length / 2)]!
 }
 
+/** Per-call latency in µs: for each run, the median of `n` timed calls; the value is the median run. */
+export const measureAll = async (runs: number, n: number, figures: ReadonlyArray<() => unknown | Promise<unknown>>): Promise<ReadonlyArray<number>> => {
+  const perRun: number[][] = figures.map(() => [])
+  const samples = new Float64Array(n)
+  // Runs interleave the figures, so a burst of load on the machine hits all of them alike.
+  for (let r = 0; r <= runs; r++) {
+    for (const [i, once] of figures.entries()) {
+      for (let k = 0; k < n; k++) {
+        const t0 = performance.now()
+        await once()
+        samples[k] = (performance.now() - t0) * 1000
+      }
+      if (r > 0) perRun[i]!.push(median([...samples]))
+    }
+  }
+  return perRun.map(median)
+}
+
 export const percentile = (xs: ReadonlyArray<number>, p: number) => {
   const s = [...xs].sort((a, b) => a - b)
   return s.length === 0 ? 0 : s[Math.min(s.length - 1, Math.floor(s.length * p))]!

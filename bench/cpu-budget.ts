@@ -17,7 +17,7 @@ import { envelopeSignatureValid, signEnvelope } from "../runtime/schema/Envelope
 import type { JsonValue } from "../runtime/schema/Json.js"
 import { resolvePin } from "../runtime/schema/PluginPin.js"
 import { benchProfile } from "./kernel-paths.js"
-import { median, note, type Row } from "./Table.js"
+import { measureAll, note, type Row } from "./Table.js"
 
 const Now = 1_796_521_741_617
 /** The module's name in the Extism manifest: a call naming it skips listing every module's exports (as the kernel's runner does). */
@@ -88,17 +88,6 @@ const commitsOf = (envelope: ReturnType<typeof proposalEnvelope>, stages: Readon
   return [a, b]
 }
 
-/** Per-call µs of `once`: the median of `runs` runs of `n` calls each, after one run to warm up. */
-const timed = async (runs: number, n: number, once: () => unknown): Promise<number> => {
-  const perRun: Array<number> = []
-  for (let r = 0; r <= runs; r++) {
-    const t0 = performance.now()
-    for (let i = 0; i < n; i++) await once()
-    if (r > 0) perRun.push(((performance.now() - t0) * 1000) / n)
-  }
-  return median(perRun)
-}
-
 export const runCpuBudgetBench = async (runs = Number(process.env["WK_BENCH_RUNS"] ?? 5), n = Number(process.env["WK_BENCH_CALLS"] ?? 2000)): Promise<Array<Row>> => {
   const envelope = proposalEnvelope()
   const request = encoder.encode(JSON.stringify(envelope))
@@ -116,16 +105,18 @@ export const runCpuBudgetBench = async (runs = Number(process.env["WK_BENCH_RUNS
   for (const c of calls) await runStage(c, true)
   const [commitA, commitB] = commitsOf(envelope, outputs)
 
-  const signature = await timed(runs, n, () => {
-    if (!envelopeSignatureValid(JSON.parse(new TextDecoder().decode(request)))) throw new Error("the bench envelope does not verify")
-  })
-  const plugins = await timed(runs, n, async () => {
-    for (const c of calls) await runStage(c)
-  })
-  const commits = await timed(runs, n, () => {
-    const a = encodeCommit(chainCommit(commitA, "", undefined))
-    encodeCommit(chainCommit(commitB, commitDigest(a), undefined))
-  })
+  const [signature, plugins, commits] = (await measureAll(runs, n, [
+    () => {
+      if (!envelopeSignatureValid(JSON.parse(new TextDecoder().decode(request)))) throw new Error("the bench envelope does not verify")
+    },
+    async () => {
+      for (const c of calls) await runStage(c)
+    },
+    () => {
+      const a = encodeCommit(chainCommit(commitA, "", undefined))
+      encodeCommit(chainCommit(commitB, commitDigest(a), undefined))
+    }
+  ])) as [number, number, number]
   for (const c of calls) await c.plugin.close().catch(() => undefined)
 
   note("budget: request parsed and its ed25519 signature checked (JCS of the payload)", signature, "us/call")

@@ -21,7 +21,7 @@ import { layerPluginSourceMemory } from "../runtime/plugins/PluginSource.js"
 import { adjudicateWithPlugins } from "../runtime/plugins/Pipeline.js"
 import { AdjudicateOutput } from "../runtime/plugins/StageIO.js"
 import { FuelExport, meterModule } from "../runtime/plugins/internal/wasmMeter.js"
-import { median, printTable, row, type Row } from "./Table.js"
+import { measureAll, printTable, row, type Row } from "./Table.js"
 
 const root = fileURLToPath(new URL("..", import.meta.url))
 const dir = join(root, "plugins", "spend-limit")
@@ -44,24 +44,6 @@ const Now = 1_767_000_000_000
 const stageInput: JsonValue = { stage: "adjudicate", proposal: { ...proposal }, config: { rules }, now: Now }
 const inputText = canonicalize(stageInput)
 const policy = activePolicy(1, [{ name: "bench", grants: { alice: ["payments.transfer"] }, rules, plugins: [pin] }])
-
-/** Per-call latency in µs: for each run, the median of `n` timed calls; the value is the median run. */
-const measureAll = async (runs: number, n: number, figures: ReadonlyArray<() => unknown | Promise<unknown>>): Promise<ReadonlyArray<number>> => {
-  const perRun: number[][] = figures.map(() => [])
-  const samples = new Float64Array(n)
-  // Runs interleave the figures, so a burst of load on the machine hits all of them alike.
-  for (let r = 0; r <= runs; r++) {
-    for (const [i, once] of figures.entries()) {
-      for (let k = 0; k < n; k++) {
-        const t0 = performance.now()
-        await once()
-        samples[k] = (performance.now() - t0) * 1000
-      }
-      if (r > 0) perRun[i]!.push(median([...samples]))
-    }
-  }
-  return perRun.map(median)
-}
 
 /** The table rows: plain JS, bare Extism in-process, plugin stage with limits, and context. */
 export const runPluginStageBench = async (runs = Number(process.env["WK_BENCH_RUNS"] ?? 7), n = Number(process.env["WK_BENCH_CALLS"] ?? 2000)): Promise<Array<Row>> => {
