@@ -1,7 +1,7 @@
 import type { SpanExporter } from "@opentelemetry/sdk-trace-base"
 import { startTracing, stopTracing } from "./observability/Tracing.js"
 import { Effect, Layer } from "effect"
-import { layerKernelConfig, KernelConfig } from "./KernelConfig.js"
+import { layerKernelConfig, KernelConfig, stopGraceMs } from "./KernelConfig.js"
 import { layerNats, Nats, type NatsOptions } from "./ledger/Nats.js"
 import { layerNatsLedger } from "./ledger/LedgerPorts.js"
 import { HeldCallStore } from "./ledger/HeldCallStore.js"
@@ -96,14 +96,14 @@ export const layerKernel = (opts: KernelOptions) => {
 /**
  * Serves the protocol and runs the controller until the scope closes. Stopping undoes this in
  * reverse: the loops stop taking work, the protocol answers the requests it took, and then the
- * drives already running (a released call's tool request, a delivery) finish, up to the tool
- * timeout and a second, while the connection is still open; what is left after that is the
+ * drives already running (a released call's tool request, a delivery) finish, up to
+ * `stopGraceMs`, while the connection is still open; what is left after that is the
  * recovery's, as after a crash.
  */
 export const runKernel = Effect.gen(function* () {
   const store = yield* HeldCallStore
-  const { toolTimeoutMs } = yield* KernelConfig
-  yield* Effect.addFinalizer(() => Effect.promise(() => store.whenAllIdle()).pipe(Effect.interruptible, Effect.timeoutOption(toolTimeoutMs + 1_000)))
+  const config = yield* KernelConfig
+  yield* Effect.addFinalizer(() => Effect.promise(() => store.whenAllIdle()).pipe(Effect.interruptible, Effect.timeoutOption(stopGraceMs(config))))
   yield* serveProtocol
   yield* servePolicyApplyTool
   yield* serveStatus((yield* runPolicyReevaluation).working)

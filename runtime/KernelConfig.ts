@@ -34,6 +34,12 @@ export class KernelConfig extends Context.Tag("wk/KernelConfig")<
   }
 >() {}
 
+/**
+ * How long a stopping kernel lets the requests it took, and then the drives it runs, finish: the
+ * longest a call waits on its tool, and a second for what follows it.
+ */
+export const stopGraceMs = (config: { readonly toolTimeoutMs: number }): number => config.toolTimeoutMs + 1_000
+
 export const defaultOwner = () => `kernel-${hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`
 
 export const layerKernelConfig = (overrides: Partial<Context.Tag.Service<KernelConfig>> = {}) =>

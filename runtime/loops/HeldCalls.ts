@@ -84,6 +84,9 @@ interface Written {
   readonly driven: Driven | null
 }
 
+/** A decision that wrote nothing (or met too many conflicts): no commit, no drive. */
+const NothingWritten: Written = { committed: null, handed: false, driven: null }
+
 export const makeHeldCalls = Effect.gen(function* () {
   const store = yield* HeldCallStore
   const driver = yield* Driver
@@ -109,7 +112,7 @@ export const makeHeldCalls = Effect.gen(function* () {
         const committed = yield* Deferred.await(firstCommit)
         return { committed, handed: true, driven: null }
       })
-    })
+    }).pipe(Effect.map(({ decision, written }) => ({ decision, ...(written ?? NothingWritten) })))
 
   const handle = (heldId: string, command: Command, options: HandleOptions = {}) =>
     Effect.gen(function* () {
@@ -117,7 +120,7 @@ export const makeHeldCalls = Effect.gen(function* () {
       const contextAt = () => decideContextOf(policy, Date.now())
       const follow = options.follow ?? "fork"
       const { decision, committed, handed, driven: handedDriven } = handsOver(command, follow)
-        ? yield* Effect.map(handOver(heldId, command, follow, contextAt), ({ decision, written }) => ({ decision, ...(written ?? { committed: null, handed: false, driven: null }) }))
+        ? yield* handOver(heldId, command, follow, contextAt)
         : { ...(yield* decideAndCommit(store, heldId, command, contextAt)), handed: false, driven: null }
       const drive = decision.drive ?? null
       let driven: Driven | null = handedDriven

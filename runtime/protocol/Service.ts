@@ -28,7 +28,7 @@ import { standingGrant, standingList, standingRevoke } from "./Standing.js"
 import { unavailable, type Reply } from "./Replies.js"
 import type { Rejected } from "./Request.js"
 import { RequestsInFlight, serveRequests } from "./internal/serveRequests.js"
-import { KernelConfig } from "../KernelConfig.js"
+import { KernelConfig, stopGraceMs } from "../KernelConfig.js"
 
 type Deps = Nats | LedgerPorts | PolicyStore | Driver | HeldCalls | KernelConfig | HeldIds | AllowLatency
 type Handler = (data: Uint8Array) => Effect.Effect<Reply, Rejected | { readonly _tag: "LedgerError"; readonly message: string }, Deps>
@@ -68,13 +68,13 @@ const stopping = unavailable("the kernel is stopping; send the request again")
  * reply; an infrastructure failure gets 503 and nothing half-applied (appends are atomic).
  *
  * Stopping (the scope closing: SIGINT) takes no new request and answers every request taken.
- * One still running after the tool timeout (a blocking wait) is interrupted and answered 503, to
+ * One still running after `stopGraceMs` (a blocking wait) is interrupted and answered 503, to
  * be sent again; what it committed stands, and what it left undone is the recovery's, as after a
  * crash.
  */
 export const serveProtocol = Effect.gen(function* () {
   const { nc } = yield* Nats
-  const { toolTimeoutMs } = yield* KernelConfig
+  const config = yield* KernelConfig
   const runtime = yield* Effect.runtime<Deps>()
   const inFlight = new RequestsInFlight()
   const routes: ReadonlyArray<readonly [string, Handler]> = [
@@ -108,5 +108,5 @@ export const serveProtocol = Effect.gen(function* () {
       }
     )
   )
-  yield* Effect.addFinalizer(() => inFlight.close(subs, toolTimeoutMs + 1_000))
+  yield* Effect.addFinalizer(() => inFlight.close(subs, stopGraceMs(config)))
 })
