@@ -16,6 +16,15 @@ export const row = (figure: string, value: number, floor: number, unit: string, 
   return { figure, value: round(value), floor: round(floor), ratio, unit, ...(target ? { target } : {}), ...(verdict ? { verdict } : {}) }
 }
 
+/**
+ * `r` judged knowing `reach`: the same ratio for the most any kernel reaches on this box, read off
+ * the work floor (the durable floor plus the work no kernel of the profile can skip,
+ * bench/internal/allowWork.ts): its p50 for a latency, the box's CPU bound on its rate for a rate.
+ * A target that bound itself misses is out of reach here, whatever the kernel does.
+ */
+export const judgedAgainstReach = (r: Row, reach: number): Row =>
+  r.target === undefined || r.verdict !== "not met" || verdictOf(round(reach), r.target) !== "not met" ? r : { ...r, verdict: `not met; out of reach here (work floor ${round(reach)}x)` }
+
 /** A figure that could not be measured in this run, and why (a package or a server is not there). */
 export const skippedRow = (figure: string, unit: string, reason: string, target?: string): Row => ({
   figure, value: 0, floor: 0, ratio: 0, unit, ...(target ? { target } : {}), verdict: `skipped: ${reason}`

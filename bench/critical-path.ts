@@ -13,7 +13,7 @@ import { Subjects } from "../runtime/schema/Subjects.js"
 import { clientFor, connectAs } from "../test/support/Principals.js"
 import { profileDir, startKernelProcess } from "../test/support/KernelProcess.js"
 import { startTestNats } from "../test/support/TestNats.js"
-import { benchProfile } from "./kernel-paths.js"
+import { benchProfile } from "./BenchProfile.js"
 import { median, note, row, type Row } from "./Table.js"
 
 /** One socket operation of the kernel process: when (ms), read or write, and what it carried. */

@@ -13,11 +13,17 @@ import { join } from "node:path"
 import { DiscardPolicy, jetstreamManager, RetentionPolicy, StorageType } from "@nats-io/jetstream"
 import { connect, createInbox, headers as natsHeaders, type Msg, type MsgHdrs, type NatsConnection } from "@nats-io/transport-node"
 import { repoRoot } from "../runtime/cli/Paths.js"
+import { devKeyPair } from "../runtime/client/DevKeys.js"
+import { signEnvelope } from "../runtime/schema/EnvelopeSignature.js"
+import type { JsonValue } from "../runtime/schema/Json.js"
 import { inboxOptionOf, Subjects } from "../runtime/schema/Subjects.js"
+import { loadAllowWork } from "./internal/allowWork.js"
 
 export const FloorAllowSubject = "bench.floor.allow"
 export const FloorHoldSubject = "bench.floor.hold"
 export const FloorReleaseSubject = "bench.floor.release"
+/** The durable floor's ALLOW with the work no kernel can skip (bench/internal/allowWork.ts): the work floor. */
+export const FloorWorkAllowSubject = "bench.floor.allow.work"
 /** Under wk.v1.tools so the bench's echo tool user (tool role) may serve it. */
 export const FloorToolSubject = Subjects.toolInvoke("bench_echo")
 /** The session subject the held-release floor delivers to (a stream of its own, like WK_SESSIONS). */
@@ -130,6 +136,27 @@ const serveFloor = async (servers: string) => {
         m.respond(tool.data)
       })().catch((e) => m.respond(encoder.encode(`error: ${String(e)}`)))
   })
+  // The work floor: the same exchanges, with the request checked, the four plugin stages run and
+  // the commits shaped as a kernel must (the call's real stage records in them).
+  const work = await loadAllowWork()
+  nc.subscribe(FloorWorkAllowSubject, {
+    callback: (_e, m) =>
+      void (async () => {
+        const id = `${run}_${++n}`
+        const call = work.accept(m.data)
+        const stages = await work.adjudicate(call, Date.now())
+        const a = work.commitA(id, call, stages, "", Date.now())
+        const wake = publish(FloorStreams.wakes.subject(id), new Uint8Array(0))
+        const seqA = await publish(FloorStreams.events.subject(id), a, `${id}.a`, 0)
+        await wake
+        const p = call.payload
+        const tool = await request(FloorToolSubject, encoder.encode(JSON.stringify({ held_id: id, idempotency_key: `${id}:g1`, tool: p.tool, args: p.args })))
+        const result = JSON.parse(decoder.decode(tool.data)) as JsonValue
+        const admitted = await work.admit(call, result, Date.now())
+        await publish(FloorStreams.events.subject(id), work.commitB(id, result, admitted, a, Date.now()), `${id}.b`, seqA)
+        m.respond(encoder.encode(JSON.stringify({ status: 200, outcome: "executed", held_id: id, result })))
+      })().catch((e) => m.respond(encoder.encode(`error: ${String(e)}`)))
+  })
   // A held call, not timed: one commit (proposal and the verdict that holds it). Replies its id and sequence.
   nc.subscribe(FloorHoldSubject, {
     callback: (_e, m) =>
@@ -190,6 +217,45 @@ export const floorAllowThroughput = async (client: NatsConnection, total: number
   await Promise.all(
     Array.from({ length: agents }, async () => {
       while (left-- > 0) checked(await client.request(FloorAllowSubject, payload, { timeout: 10_000 }))
+    })
+  )
+  return total / ((performance.now() - t0) / 1000)
+}
+
+let workSeq = 0
+/** A proposal signed as the kernel bench's agent signs each of its own (a fresh nonce and expiry per call). */
+const signedProposal = (secretKey: Uint8Array): Uint8Array => {
+  const i = ++workSeq
+  return encoder.encode(
+    JSON.stringify(
+      signEnvelope(
+        { op: "propose", principal: "agent:alice", session_id: "floor", turn_id: "t", call_id: `w${i}`, tool: "money_transfer", args: { from: `a${i}`, to: "b", amount: 10 }, nonce: randomBytes(12).toString("hex"), expires_at: new Date(Date.now() + 60_000).toISOString() },
+        secretKey
+      )
+    )
+  )
+}
+
+/** Sequential work-floor calls from `client`, each signed here: each call's latency in ms. */
+export const workFloorLatencies = async (client: NatsConnection, n: number): Promise<Array<number>> => {
+  const key = devKeyPair("agent:alice").secretKey
+  const out: Array<number> = []
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now()
+    checked(await client.request(FloorWorkAllowSubject, signedProposal(key), { timeout: 5000 }))
+    out.push(performance.now() - t0)
+  }
+  return out
+}
+
+/** Work-floor calls from `agents` concurrent callers, each signed here: calls per second. */
+export const workFloorThroughput = async (client: NatsConnection, total: number, agents = 64): Promise<number> => {
+  const key = devKeyPair("agent:alice").secretKey
+  let left = total
+  const t0 = performance.now()
+  await Promise.all(
+    Array.from({ length: agents }, async () => {
+      while (left-- > 0) checked(await client.request(FloorWorkAllowSubject, signedProposal(key), { timeout: 10_000 }))
     })
   )
   return total / ((performance.now() - t0) / 1000)

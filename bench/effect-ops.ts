@@ -10,7 +10,7 @@ import { DemoBank } from "../runtime/executor/DemoBank.js"
 import { Subjects } from "../runtime/schema/Subjects.js"
 import { startTestNats, Roles } from "../test/support/TestNats.js"
 import { clientFor, connectAs } from "../test/support/Principals.js"
-import { benchProfile } from "./kernel-paths.js"
+import { benchProfile } from "./BenchProfile.js"
 import { row, type Row } from "./Table.js"
 
 /** Counts the operations and the fibers of every fiber it supervises. */

@@ -6,7 +6,7 @@ import { Subjects } from "../runtime/schema/Subjects.js"
 import { startTestNats } from "../test/support/TestNats.js"
 import { clientFor, connectAs } from "../test/support/Principals.js"
 import { startKernel } from "../test/support/InProcessKernel.js"
-import { benchProfile } from "./kernel-paths.js"
+import { benchProfile } from "./BenchProfile.js"
 import { median, note, percentile, row, type Row } from "./Table.js"
 
 const Calls = Number(process.env["WK_BENCH_HOSTILE_CALLS"] ?? 60)

@@ -5,7 +5,7 @@ import { DemoBank } from "../runtime/executor/DemoBank.js"
 import { startTestNats } from "../test/support/TestNats.js"
 import { clientFor, connectAs } from "../test/support/Principals.js"
 import { profileDir, startKernelProcess } from "../test/support/KernelProcess.js"
-import { benchProfile } from "./kernel-paths.js"
+import { benchProfile } from "./BenchProfile.js"
 import { execSync } from "node:child_process"
 
 const N = Number(process.env["N"] ?? 1000)

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest"
 import { measureDbos } from "../../bench/dbos-workflow.js"
 import { measureLangGraph } from "../../bench/langgraph-workflow.js"
 import { FloorToolSubject } from "../../bench/durable-floor.js"
-import { row, skippedRow, verdictOf } from "../../bench/Table.js"
+import { judgedAgainstReach, row, skippedRow, verdictOf } from "../../bench/Table.js"
 
 describe("bench rows", () => {
   it("judge a ratio against the bound of its target", () => {
@@ -17,6 +17,16 @@ describe("bench rows", () => {
     expect(row("allow", 3, 2, "ms", "<= 1.5x")).toMatchObject({ ratio: 1.5, verdict: "met" })
     expect(row("allow", 3, 2, "ms")).not.toHaveProperty("verdict")
     expect(skippedRow("dbos", "ms", "no server", "< 1x")).toMatchObject({ verdict: "skipped: no server", target: "< 1x" })
+  })
+
+  it("a target the work floor itself misses is out of reach; one it meets stays 'not met'", () => {
+    // The kernel's throughput is 0.1x the floor's, the work floor's 0.19x: no kernel reaches 0.3x here.
+    expect(judgedAgainstReach(row("allow rate", 100, 1000, "calls/s", ">= 0.3x"), 0.19).verdict).toBe("not met; out of reach here (work floor 0.19x)")
+    // The work floor reaches 0.4x: the kernel's miss is the kernel's.
+    expect(judgedAgainstReach(row("allow rate", 100, 1000, "calls/s", ">= 0.3x"), 0.4).verdict).toBe("not met")
+    // A met target stays met, and a row without a target has no verdict.
+    expect(judgedAgainstReach(row("allow p50", 3, 2, "ms", "<= 1.5x"), 2.6).verdict).toBe("met")
+    expect(judgedAgainstReach(row("allow p50", 3, 2, "ms"), 2.6)).not.toHaveProperty("verdict")
   })
 
   it("the DBOS row is skipped, naming the server, when no PostgreSQL answers", async () => {

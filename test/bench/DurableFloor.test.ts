@@ -1,14 +1,19 @@
 import type { ChildProcess } from "node:child_process"
 import type { NatsConnection } from "@nats-io/transport-node"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { floorAllowLatencies, floorAllowThroughput, floorReleaseLatencies, floorStreamCounts, FloorToolSubject, startDurableFloor } from "../../bench/durable-floor.js"
+import { jetstreamManager } from "@nats-io/jetstream"
+import { FloorStreams, floorAllowLatencies, floorAllowThroughput, floorReleaseLatencies, floorStreamCounts, FloorToolSubject, FloorWorkAllowSubject, startDurableFloor, workFloorLatencies, workFloorThroughput } from "../../bench/durable-floor.js"
+import { devKeyPair } from "../../runtime/client/DevKeys.js"
+import { signEnvelope } from "../../runtime/schema/EnvelopeSignature.js"
 import { connectAs } from "../support/Principals.js"
 import { startTestNats, type TestNats } from "../support/TestNats.js"
 
 /**
  * The bench's durable floor does the durable work it claims, counted in its streams: an ALLOW is
  * two commits and one wake, a held call one commit, its release two commits, one wake and one
- * delivery. Figures are not asserted (no timed assertions).
+ * delivery. The work floor does the same durable work with the work no kernel can skip: the
+ * request's signature checked, the plugin stages run, their records in the commits. Figures are
+ * not asserted (no timed assertions).
  */
 describe("bench durable floor", () => {
   let nats: TestNats
@@ -40,6 +45,35 @@ describe("bench durable floor", () => {
     expect(rate).toBeGreaterThan(0)
     expect(await floorStreamCounts(client)).toEqual({ events: 90, wakes: 45, sessions: 0 })
     expect(toolCalls).toBe(45)
+  })
+
+  it("the work floor commits twice and wakes once per ALLOW, with the plugin stages' records in its commits", async () => {
+    const before = await floorStreamCounts(client)
+    const calls = toolCalls
+    expect(await workFloorLatencies(client, 3)).toHaveLength(3)
+    expect(await workFloorThroughput(client, 8, 4)).toBeGreaterThan(0)
+    const after = await floorStreamCounts(client)
+    expect({ events: after.events - before.events, wakes: after.wakes - before.wakes }).toEqual({ events: 22, wakes: 11 })
+    expect(toolCalls - calls).toBe(11)
+    const jsm = await jetstreamManager(client)
+    const last = (await jsm.streams.getMessage(FloorStreams.events.name, { seq: after.events }))!
+    type Stored = { held_id: string; events: Array<{ type: string; decisions?: Array<{ output: { stage: string } }> }> }
+    const b = last.json<Stored>()
+    expect(b.events.map((e) => e.type)).toEqual(["effect.recorded", "result.admitted"])
+    expect(b.events[1]!.decisions!.map((d) => d.output.stage)).toEqual(["admit"])
+    // Commit A is the first message on the call's subject (concurrent calls interleave in the stream).
+    const a = (await jsm.direct.getMessage(FloorStreams.events.name, { next_by_subj: FloorStreams.events.subject(b.held_id), seq: 1 }))!.json<Stored>()
+    expect(a.events.map((e) => e.type)).toEqual(["call.proposed", "call.adjudicated", "execution.leased", "effect.dispatched"])
+    expect(a.events[1]!.decisions!.map((d) => d.output.stage)).toEqual(["transform", "adjudicate", "adjudicate"])
+  })
+
+  it("the work floor refuses a request whose signature does not verify, and stores nothing for it", async () => {
+    const before = await floorStreamCounts(client)
+    const payload = { op: "propose", principal: "agent:alice", session_id: "floor", turn_id: "t", call_id: "forged", tool: "money_transfer", args: { from: "a", to: "b", amount: 10 } }
+    const forged = { ...signEnvelope(payload, devKeyPair("agent:alice").secretKey), payload: { ...payload, args: { from: "a", to: "b", amount: 99_999 } } }
+    const reply = await client.request(FloorWorkAllowSubject, JSON.stringify(forged), { timeout: 5000 })
+    expect(reply.string()).toMatch(/^error: .*bad signature/)
+    expect(await floorStreamCounts(client)).toEqual(before)
   })
 
   it("a held release is a held commit, two commits, one wake and one delivery", async () => {

@@ -1,0 +1,176 @@
+// The work an ALLOW call of the bench profile cannot skip, however a kernel is written, as plain
+// code: the request parsed, its ed25519 signature checked and its payload decoded; the call's
+// digest; the profile's four plugin stages as bare in-process Extism calls of their fuel-metered
+// wasm (JCS and sha256 of each input, each output parsed and decoded with the stage's schema); the
+// call's two commits encoded and chained, stage records included. The budget suite times it in
+// process; the durable floor's work subject does it around the floor's own durable exchanges.
+import { readFileSync } from "node:fs"
+import { join } from "node:path"
+import createPlugin, { type Plugin } from "@extism/extism"
+import { Either, Schema } from "effect"
+import { repoRoot } from "../../runtime/cli/Paths.js"
+import { FuelExport, meterModule } from "../../runtime/plugins/internal/wasmMeter.js"
+import { AdjudicateOutput, AdmitOutput, TransformOutput } from "../../runtime/plugins/StageIO.js"
+import { callDigest, canonicalize, sha256Hex } from "../../runtime/schema/Canonical.js"
+import { chainCommit, commitDigest, encodeCommit, type Commit } from "../../runtime/schema/Commit.js"
+import type { Envelope } from "../../runtime/schema/Envelope.js"
+import { envelopeSignatureValid } from "../../runtime/schema/EnvelopeSignature.js"
+import type { JsonObject, JsonValue } from "../../runtime/schema/Json.js"
+import { resolvePin } from "../../runtime/schema/PluginPin.js"
+import { ProposePayload } from "../../runtime/schema/Requests.js"
+import { benchProfile } from "../BenchProfile.js"
+
+/** The module's name in the Extism manifest: a call naming it skips listing every module's exports (as the kernel's runner does). */
+const PluginModule = "plugin"
+const encoder = new TextEncoder()
+const decoder = new TextDecoder()
+
+/** A proposal that passed: its envelope, its decoded payload and its call digest. */
+export interface Accepted {
+  readonly envelope: Envelope
+  readonly payload: typeof ProposePayload.Type
+  readonly callDigest: string
+}
+
+/** One plugin stage's record, as commit A or B carries it. */
+export interface StageRecord {
+  readonly stage: string
+  readonly input: JsonValue
+  readonly inputDigest: string
+  readonly output: unknown
+}
+
+export interface AllowWork {
+  /** Parses the request, checks its signature and decodes its payload; throws on a bad one. */
+  readonly accept: (request: Uint8Array) => Accepted
+  /** The transform, then both adjudicators (handed over together, as the kernel does). */
+  readonly adjudicate: (call: Accepted, now: number) => Promise<Array<StageRecord>>
+  /** The admission stage on the tool's result. */
+  readonly admit: (call: Accepted, result: JsonValue, now: number) => Promise<StageRecord>
+  /** Commit A (proposal, verdict with its stage records, claim, dispatch), encoded, on `prev`. */
+  readonly commitA: (heldId: string, call: Accepted, stages: ReadonlyArray<StageRecord>, prev: string, now: number) => Uint8Array
+  /** Commit B (effect, admission with its stage record), encoded, chained on commit A's bytes. */
+  readonly commitB: (heldId: string, result: JsonValue, admitted: StageRecord, a: Uint8Array, now: number) => Uint8Array
+  readonly close: () => Promise<void>
+}
+
+/** One stage of the bench profile on its plugin's metered wasm; calls to one plugin run one at a time. */
+interface StageRunner {
+  readonly stage: string
+  readonly config: JsonValue
+  readonly run: (text: string) => Promise<unknown>
+}
+
+const outputSchemas: Record<string, Schema.Schema<unknown, unknown>> = {
+  transform: TransformOutput as unknown as Schema.Schema<unknown, unknown>,
+  adjudicate: AdjudicateOutput as unknown as Schema.Schema<unknown, unknown>,
+  admit: AdmitOutput as unknown as Schema.Schema<unknown, unknown>
+}
+
+const stageRunners = async (): Promise<{ runners: Array<StageRunner>; plugins: Array<Plugin> }> => {
+  const runners: Array<StageRunner> = []
+  const plugins: Array<Plugin> = []
+  for (const pin of benchProfile().plugins ?? []) {
+    const bytes = new Uint8Array(readFileSync(join(repoRoot, "plugins", pin.name, "plugin.wasm")))
+    const metered = meterModule(bytes)
+    if (!metered.ok) throw new Error(`${pin.name}: ${metered.detail}`)
+    const module = await WebAssembly.compile(new Uint8Array(metered.bytes))
+    const plugin = await createPlugin({ wasm: [{ module, name: PluginModule }] }, { useWasi: false })
+    plugins.push(plugin)
+    const fuel = (await plugin.getInstance(PluginModule)).exports[FuelExport] as WebAssembly.Global
+    let last: Promise<unknown> = Promise.resolve()
+    for (const stage of pin.stages) {
+      const decode = Schema.decodeUnknownEither(outputSchemas[stage]!, { onExcessProperty: "error" })
+      const once = async (text: string) => {
+        fuel.value = 1_000_000_000n
+        const out = await plugin.call([PluginModule, stage], encoder.encode(text))
+        await plugin.reset()
+        const decoded = decode(JSON.parse(out!.text()))
+        if (Either.isLeft(decoded)) throw new Error(`${pin.name} ${stage}: ${decoded.left.message}`)
+        return decoded.right
+      }
+      const run = (text: string) => {
+        const next = last.then(() => once(text), () => once(text))
+        last = next
+        return next
+      }
+      runners.push({ stage, config: resolvePin(pin).config as JsonValue, run })
+    }
+  }
+  return { runners, plugins }
+}
+
+export const loadAllowWork = async (): Promise<AllowWork> => {
+  const { runners, plugins } = await stageRunners()
+  const of = (stage: string) => runners.filter((r) => r.stage === stage)
+  const [transform, adjudicators, admission] = [of("transform"), of("adjudicate"), of("admit")]
+
+  const proposalOf = (c: Accepted): JsonObject => {
+    const p = c.payload
+    return { principal: p.principal, session_id: p.session_id, turn_id: p.turn_id, call_id: p.call_id, tool: p.tool, args: p.args as JsonObject }
+  }
+  const start = (r: StageRunner, input: JsonValue): Promise<StageRecord> => {
+    const text = canonicalize(input)
+    const inputDigest = sha256Hex(text)
+    return r.run(text).then((output) => ({ stage: r.stage, input, inputDigest, output }))
+  }
+
+  const accept = (request: Uint8Array): Accepted => {
+    const envelope = JSON.parse(decoder.decode(request)) as Envelope
+    if (!envelopeSignatureValid(envelope)) throw new Error("bad signature")
+    const payload = Schema.decodeUnknownSync(ProposePayload, { onExcessProperty: "ignore" })(envelope.payload)
+    return { envelope, payload, callDigest: callDigest(payload.tool, payload.args) }
+  }
+
+  const adjudicate = async (c: Accepted, now: number): Promise<Array<StageRecord>> => {
+    const proposal = proposalOf(c)
+    const records: Array<StageRecord> = []
+    for (const r of transform) records.push(await start(r, { stage: "transform", proposal, depth: 0, config: r.config, now }))
+    const running = adjudicators.map((r) => start(r, { stage: "adjudicate", proposal, config: r.config, now }))
+    for (const p of running) records.push(await p)
+    return records
+  }
+
+  const admit = async (c: Accepted, result: JsonValue, now: number): Promise<StageRecord> => {
+    const p = c.payload
+    const r = admission[0]!
+    return start(r, { stage: "admit", principal: p.principal, tool: p.tool, args: p.args as JsonObject, result, config: r.config, now })
+  }
+
+  const decisionOf = (s: StageRecord) => ({ by: "plugin:bench@1.0.0", digest: "0".repeat(64), input_digest: s.inputDigest, output: { stage: s.stage, ...(s.stage !== "admit" ? { input: s.input } : {}), result: s.output } })
+
+  const commitA = (heldId: string, c: Accepted, stages: ReadonlyArray<StageRecord>, prev: string, now: number): Uint8Array => {
+    const at = new Date(now).toISOString()
+    const base = { held_id: heldId, generation: 1, at }
+    const p = c.payload
+    const key = `${heldId}:g1`
+    const commit = {
+      commit_id: `call.proposed:${heldId}:g1`,
+      held_id: heldId,
+      prev: "",
+      events: [
+        { ...base, type: "call.proposed", event_id: `call.proposed:${heldId}:g1`, principal: p.principal, session_id: p.session_id, turn_id: p.turn_id, call_id: p.call_id, tool: p.tool, args: p.args, call_digest: c.callDigest, idempotency_key: key, held_id_salt: "0".repeat(64), created_at: at, expires_at: p.expires_at ?? at, envelope: c.envelope },
+        { ...base, type: "call.adjudicated", event_id: `call.adjudicated:${heldId}:g1:e1`, verdict: "ALLOW", reasons: [], policy_epoch: 1, decisions: stages.map(decisionOf) },
+        { ...base, type: "execution.leased", event_id: `execution.leased:${heldId}:g1:a1`, owner: "bench-floor", lease_until: at },
+        { ...base, type: "effect.dispatched", event_id: `effect.dispatched:${heldId}:g1:a1`, idempotency_key: key, attempt: 1, owner: "bench-floor", lease_until: at, policy_epoch: 1 }
+      ]
+    } as unknown as Commit
+    return encodeCommit(chainCommit(commit, prev, undefined))
+  }
+
+  const commitB = (heldId: string, result: JsonValue, admitted: StageRecord, a: Uint8Array, now: number): Uint8Array => {
+    const base = { held_id: heldId, generation: 1, at: new Date(now).toISOString() }
+    const commit = {
+      commit_id: `effect.recorded:${heldId}:g1:a1`,
+      held_id: heldId,
+      prev: "",
+      events: [
+        { ...base, type: "effect.recorded", event_id: `effect.recorded:${heldId}:g1:a1`, attempt: 1, ok: true, result },
+        { ...base, type: "result.admitted", event_id: `result.admitted:${heldId}:g1:a1`, decisions: [decisionOf(admitted)] }
+      ]
+    } as unknown as Commit
+    return encodeCommit(chainCommit(commit, commitDigest(a), undefined))
+  }
+
+  return { accept, adjudicate, admit, commitA, commitB, close: async () => void (await Promise.all(plugins.map((p) => p.close().catch(() => undefined)))) }
+}
