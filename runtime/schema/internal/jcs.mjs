@@ -51,7 +51,7 @@ const write = (v, depth) => {
         return out + "]"
       }
       const o = v
-      const keys = Object.keys(o).sort()
+      const keys = sortKeys(Object.keys(o))
       let out = "{"
       let first = true
       for (let i = 0; i < keys.length; i++) {
@@ -69,4 +69,23 @@ const write = (v, depth) => {
     default:
       return undefined
   }
+}
+
+/**
+ * Sorts an object's own keys by UTF-16 code units (as `Array.prototype.sort` does), in place. A
+ * few keys are sorted by insertion: already in order, as most objects written by the kernel are,
+ * that is one comparison each and no allocation (the built-in sort copies the array to sort it).
+ */
+const sortKeys = (keys) => {
+  if (keys.length > 16) return keys.sort()
+  for (let i = 1; i < keys.length; i++) {
+    const k = keys[i]
+    let j = i - 1
+    while (j >= 0 && keys[j] > k) {
+      keys[j + 1] = keys[j]
+      j--
+    }
+    keys[j + 1] = k
+  }
+  return keys
 }
