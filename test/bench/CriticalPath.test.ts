@@ -28,6 +28,11 @@ describe("the critical path of a sequential ALLOW, read from the kernel's socket
     expect(p).toMatchObject({ commitAWait: 2.5, toTool: 0.5 })
   })
 
+  it("does not count the projection's own write after the reply as one of the call's writes", () => {
+    const projected = [...allow(0), read(10.5), write(11, "HPUB $KV.wk_facts.h_1 _INBOX_kernel.x.9 52 2026")]
+    expect(callPathsOf(projected)).toEqual([{ toCommitA: 1, commitAWait: 2, toTool: 1, toolWait: 2, toCommitB: 1, commitBWait: 2, toReply: 1 }])
+  })
+
   it("leaves out a call that took another path or overlapped another call", () => {
     const held: Array<TimelineEntry> = [request(100), write(101, "HPUB wk.v1.events.h_2 90 900"), read(103), write(104, "PUB _INBOX.agent 300")]
     const overlapped = allow(200)
