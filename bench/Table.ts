@@ -19,11 +19,12 @@ export const row = (figure: string, value: number, floor: number, unit: string, 
 /**
  * `r` judged knowing `reach`: the same ratio for the most any kernel reaches on this box, read off
  * the work floor (the durable floor plus the work no kernel of the profile can skip,
- * bench/internal/allowWork.ts): its p50 for a latency, the box's CPU bound on its rate for a rate.
- * A target that bound itself misses is out of reach here, whatever the kernel does.
+ * bench/internal/callWork.ts): its p50 for a latency, the box's CPU bound on its rate for a rate.
+ * A target that bound itself misses is out of reach here, whatever the kernel does. `bound` names
+ * the bound in the verdict when it is another one.
  */
-export const judgedAgainstReach = (r: Row, reach: number): Row =>
-  r.target === undefined || r.verdict !== "not met" || verdictOf(round(reach), r.target) !== "not met" ? r : { ...r, verdict: `not met; out of reach here (work floor ${round(reach)}x)` }
+export const judgedAgainstReach = (r: Row, reach: number, bound = "work floor"): Row =>
+  r.target === undefined || r.verdict !== "not met" || verdictOf(round(reach), r.target) !== "not met" ? r : { ...r, verdict: `not met; out of reach here (${bound} ${round(reach)}x)` }
 
 /** A figure that could not be measured in this run, and why (a package or a server is not there). */
 export const skippedRow = (figure: string, unit: string, reason: string, target?: string): Row => ({

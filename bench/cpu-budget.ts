@@ -1,5 +1,5 @@
 // The work an ALLOW call of the bench profile cannot skip, however the kernel is written
-// (bench/internal/allowWork.ts), timed in this process on warm code: the request parsed, its
+// (bench/internal/callWork.ts), timed in this process on warm code: the request parsed, its
 // signature checked and its payload decoded; the four plugin stages as bare in-process Extism
 // calls; the two commits encoded and chained. Set against the kernel's CPU per ALLOW call (the
 // kernel suite's notes), it says how much of that is overhead; set against the box's CPU, how low
@@ -9,7 +9,7 @@
 import { devKeyPair } from "../runtime/client/DevKeys.js"
 import { signEnvelope } from "../runtime/schema/EnvelopeSignature.js"
 import type { JsonValue } from "../runtime/schema/Json.js"
-import { loadAllowWork } from "./internal/allowWork.js"
+import { loadCallWork } from "./internal/callWork.js"
 import { measureAll, note, type Row } from "./Table.js"
 
 const Now = 1_796_521_741_617
@@ -27,18 +27,18 @@ const proposalRequest = () =>
   )
 
 export const runCpuBudgetBench = async (runs = Number(process.env["WK_BENCH_RUNS"] ?? 5), n = Number(process.env["WK_BENCH_CALLS"] ?? 2000)): Promise<Array<Row>> => {
-  const work = await loadAllowWork()
+  const work = await loadCallWork()
   try {
     const request = proposalRequest()
     const call = work.accept(request)
     const result: JsonValue = { transfer_id: "t1", from: "a1", to: "b", amount: 10, balance: 999_999_990 }
     const stages = await work.adjudicate(call, Now)
-    const admitted = await work.admit(call, result, Now)
+    const admitted = await work.admit(call.payload, result, Now)
     const [signature, plugins, commits] = (await measureAll(runs, n, [
       () => void work.accept(request),
       async () => {
         await work.adjudicate(call, Now)
-        await work.admit(call, result, Now)
+        await work.admit(call.payload, result, Now)
       },
       () => void work.commitB(HeldId, result, admitted, work.commitA(HeldId, call, stages, "", Now), Now)
     ])) as [number, number, number]

@@ -8,7 +8,7 @@
 // process, like `wk kernel`, so it makes the same process hops as the kernel path it is compared
 // with: agent -> NATS -> kernel -> NATS -> tool and back.
 import { spawn, type ChildProcess } from "node:child_process"
-import { randomBytes } from "node:crypto"
+import { createHash, randomBytes } from "node:crypto"
 import { join } from "node:path"
 import { DiscardPolicy, jetstreamManager, RetentionPolicy, StorageType } from "@nats-io/jetstream"
 import { connect, createInbox, headers as natsHeaders, type Msg, type MsgHdrs, type NatsConnection } from "@nats-io/transport-node"
@@ -17,13 +17,17 @@ import { devKeyPair } from "../runtime/client/DevKeys.js"
 import { signEnvelope } from "../runtime/schema/EnvelopeSignature.js"
 import type { JsonValue } from "../runtime/schema/Json.js"
 import { inboxOptionOf, Subjects } from "../runtime/schema/Subjects.js"
-import { loadAllowWork } from "./internal/allowWork.js"
+import { loadCallWork } from "./internal/callWork.js"
 
 export const FloorAllowSubject = "bench.floor.allow"
 export const FloorHoldSubject = "bench.floor.hold"
 export const FloorReleaseSubject = "bench.floor.release"
-/** The durable floor's ALLOW with the work no kernel can skip (bench/internal/allowWork.ts): the work floor. */
+/** The durable floor's ALLOW with the work no kernel can skip (bench/internal/callWork.ts): the work floor. */
 export const FloorWorkAllowSubject = "bench.floor.allow.work"
+/** A held call for the work floor's release, not timed: replies its id and the digests a witness binds to. */
+export const FloorWorkHoldSubject = "bench.floor.hold.work"
+/** The work floor's release: a signed attestation; the session it delivers to in the `Session` header. */
+export const FloorWorkReleaseSubject = "bench.floor.release.work"
 /** Under wk.v1.tools so the bench's echo tool user (tool role) may serve it. */
 export const FloorToolSubject = Subjects.toolInvoke("bench_echo")
 /** The session subject the held-release floor delivers to (a stream of its own, like WK_SESSIONS). */
@@ -138,7 +142,7 @@ const serveFloor = async (servers: string) => {
   })
   // The work floor: the same exchanges, with the request checked, the four plugin stages run and
   // the commits shaped as a kernel must (the call's real stage records in them).
-  const work = await loadAllowWork()
+  const work = await loadCallWork()
   nc.subscribe(FloorWorkAllowSubject, {
     callback: (_e, m) =>
       void (async () => {
@@ -152,9 +156,43 @@ const serveFloor = async (servers: string) => {
         const p = call.payload
         const tool = await request(FloorToolSubject, encoder.encode(JSON.stringify({ held_id: id, idempotency_key: `${id}:g1`, tool: p.tool, args: p.args })))
         const result = JSON.parse(decoder.decode(tool.data)) as JsonValue
-        const admitted = await work.admit(call, result, Date.now())
+        const admitted = await work.admit(call.payload, result, Date.now())
         await publish(FloorStreams.events.subject(id), work.commitB(id, result, admitted, a, Date.now()), `${id}.b`, seqA)
         m.respond(encoder.encode(JSON.stringify({ status: 200, outcome: "executed", held_id: id, result })))
+      })().catch((e) => m.respond(encoder.encode(`error: ${String(e)}`)))
+  })
+  // The work floor's held calls (one commit each) and their release: the attestation checked and
+  // bound, commit A, the witness's answer, the tool, the admission stage, commit B, the delivery.
+  const held = new Map<string, { readonly callDigest: string; readonly contractDigest: string; readonly seq: number; readonly head: Uint8Array }>()
+  nc.subscribe(FloorWorkHoldSubject, {
+    callback: (_e, m) =>
+      void (async () => {
+        const id = `h_${randomBytes(16).toString("hex")}`
+        const h = commitOf(`${id}.h`, ["call.proposed", "call.adjudicated", "call.held"], decoder.decode(m.data))
+        const seq = await publish(FloorStreams.events.subject(id), h, `${id}.h`, 0)
+        const digests = { callDigest: randomBytes(32).toString("hex"), contractDigest: randomBytes(32).toString("hex") }
+        held.set(id, { ...digests, seq, head: h })
+        m.respond(encoder.encode(JSON.stringify({ id, call_digest: digests.callDigest, contract_digest: digests.contractDigest })))
+      })().catch((e) => m.respond(encoder.encode(`error: ${String(e)}`)))
+  })
+  nc.subscribe(FloorWorkReleaseSubject, {
+    callback: (_e, m) =>
+      void (async () => {
+        const attested = work.acceptAttestation(m.data, (id) => held.get(id))
+        const id = attested.payload.held_id
+        const h = held.get(id)!
+        held.delete(id)
+        const a = work.releaseCommitA(id, attested, sha256Hex(h.head), Date.now())
+        const wake = publish(FloorStreams.wakes.subject(id), new Uint8Array(0))
+        const seqA = await publish(FloorStreams.events.subject(id), a, `${id}.a`, h.seq)
+        await wake
+        m.respond(encoder.encode(JSON.stringify({ disposition: "accepted", held_id: id })))
+        const tool = await request(FloorToolSubject, encoder.encode(JSON.stringify({ held_id: id, idempotency_key: `${id}:g1`, tool: "money_transfer", args: { amount: 5000 } })))
+        const result = JSON.parse(decoder.decode(tool.data)) as JsonValue
+        const now = Date.now()
+        const admitted = await work.admit({ principal: "agent:alice", tool: "money_transfer", args: { amount: 5000 } }, result, now)
+        await publish(FloorStreams.events.subject(id), work.commitB(id, result, admitted, a, now), `${id}.b`, seqA)
+        await publish(floorSessionSubject(m.headers?.get("Session") ?? "none"), work.delivery(id, result, Date.now()), `${id}.d`)
       })().catch((e) => m.respond(encoder.encode(`error: ${String(e)}`)))
   })
   // A held call, not timed: one commit (proposal and the verdict that holds it). Replies its id and sequence.
@@ -259,6 +297,46 @@ export const workFloorThroughput = async (client: NatsConnection, total: number,
     })
   )
   return total / ((performance.now() - t0) / 1000)
+}
+
+const sha256Hex = (data: Uint8Array) => createHash("sha256").update(data).digest("hex")
+
+/** Work-floor release: a held call (not timed), then a signed attestation -> delivery seen on the session subject, in ms. */
+export const workFloorReleaseLatencies = async (client: NatsConnection, n: number): Promise<Array<number>> => {
+  const key = devKeyPair("user:carol").secretKey
+  const session = `w${randomBytes(4).toString("hex")}`
+  const waiting = new Map<string, (t: number) => void>()
+  const sub = client.subscribe(floorSessionSubject(session), {
+    callback: (_e, m) => {
+      const { held_id } = JSON.parse(decoder.decode(m.data)) as { held_id: string }
+      waiting.get(held_id)?.(performance.now())
+      waiting.delete(held_id)
+    }
+  })
+  await client.flush()
+  const out: Array<number> = []
+  try {
+    for (let i = 0; i < n; i++) {
+      const h = JSON.parse(decoder.decode(checked(await client.request(FloorWorkHoldSubject, "x".repeat(300), { timeout: 5000 })).data)) as { id: string; call_digest: string; contract_digest: string }
+      const delivered = new Promise<number>((resolve, reject) => {
+        waiting.set(h.id, resolve)
+        setTimeout(() => reject(new Error(`work floor: no delivery of ${h.id} within 10 s`)), 10_000).unref()
+      })
+      const now = Date.now()
+      const t0 = performance.now()
+      const attestation = signEnvelope(
+        { op: "attest", principal: "user:carol", class: "human", held_id: h.id, generation: 1, call_digest: h.call_digest, contract_digest: h.contract_digest, decision: "approve", issued_at: new Date(now).toISOString(), expires_at: new Date(now + 600_000).toISOString(), nonce: randomBytes(12).toString("hex") },
+        key
+      )
+      const headers = natsHeaders()
+      headers.set("Session", session)
+      checked(await client.request(FloorWorkReleaseSubject, JSON.stringify(attestation), { timeout: 5000, headers }))
+      out.push((await delivered) - t0)
+    }
+  } finally {
+    sub.unsubscribe()
+  }
+  return out
 }
 
 /** Held-release floor: a call is held (not timed), then release -> delivery seen on the session subject, in ms. */

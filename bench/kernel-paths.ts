@@ -7,7 +7,7 @@ import { repoRoot } from "../runtime/cli/Paths.js"
 import { BareAllowSubject, BareReleaseSubject, BareToolSubject } from "./bare-kernel.js"
 import { measureDbos } from "./dbos-workflow.js"
 import { measureLangGraph } from "./langgraph-workflow.js"
-import { floorAllowLatencies, floorAllowThroughput, floorReleaseLatencies, FloorToolSubject, startDurableFloor, workFloorLatencies, workFloorThroughput } from "./durable-floor.js"
+import { floorAllowLatencies, floorAllowThroughput, floorReleaseLatencies, FloorToolSubject, startDurableFloor, workFloorLatencies, workFloorReleaseLatencies, workFloorThroughput } from "./durable-floor.js"
 import { DemoBank } from "../runtime/executor/DemoBank.js"
 import type { WitnessClient } from "../runtime/client/Client.js"
 import { Subjects } from "../runtime/schema/Subjects.js"
@@ -294,7 +294,7 @@ export const runKernelPathBench = async (): Promise<Array<Row>> => {
     // The floor: the minimal durable work of an ALLOW call (two CAS'd commits, the wake, the tool, the reply).
     const floor = await repeated(() => floorAllowLatencies(e.floorClient, PerRun, Payload), e.durable.pid ?? 0)
     note("durable floor process CPU per sequential ALLOW call", floor.cpuMsPerSample, "ms")
-    // The work floor: the same durable work, plus what no kernel of this profile can skip (bench/internal/allowWork.ts).
+    // The work floor: the same durable work, plus what no kernel of this profile can skip (bench/internal/callWork.ts).
     const workFloor = await repeated(() => workFloorLatencies(e.floorClient, PerRun), e.durable.pid ?? 0)
     note("work floor process CPU per sequential ALLOW call", workFloor.cpuMsPerSample, "ms")
     const bare = await repeated(() => allowFloor(e, PerRun))
@@ -305,6 +305,7 @@ export const runKernelPathBench = async (): Promise<Array<Row>> => {
     const rFloor = await repeated(() => floorReleaseLatencies(e.floorClient, releases, Payload))
     note("earlier release floor (bare kernel: tool + 7 appends + session publish), p50", (await repeated(() => releaseFloor(e, releases))).p50, "ms")
     note("earlier release floor from one process, p50", (await repeated(() => oneProcessFloor(e, releases, ReleaseEvents, true))).p50, "ms")
+    const rWork = await repeated(() => workFloorReleaseLatencies(e.floorClient, releases))
     const release = await repeated(() => heldRelease(e, releases), e.kernels[0]!.pid)
     note("kernel CPU per held call (propose, hold, attest, release, acknowledgment)", release.cpuMsPerSample, "ms")
     const rates: Array<number> = []
@@ -339,6 +340,8 @@ export const runKernelPathBench = async (): Promise<Array<Row>> => {
       cpu.calls += ThroughputCalls
     }
     const oneKernel = median(rates)
+    const sharedCores = (availableParallelism() * cpu.calls) / (cpu.kernel + cpu.nats + cpu.client)
+    note("the box's CPU bound on kernels of this one's CPU per call (cores / CPU of a call: kernel, server, client)", sharedCores, "calls/s")
     note("earlier ALLOW throughput floor (JetStream publish rate, 1,000 in flight / 6 events)", median(pubRates) / AllowEvents, "calls/s")
     note("kernel CPU per ALLOW call, 64 agents", (cpu.kernel / cpu.calls) * 1000, "ms")
     note("nats-server CPU per ALLOW call, 64 agents", (cpu.nats / cpu.calls) * 1000, "ms")
@@ -357,10 +360,12 @@ export const runKernelPathBench = async (): Promise<Array<Row>> => {
       judgedAgainstReach(row("ALLOW propose->200 p50 vs durable floor (2 commits + wake, tool, reply)", allow.p50, floor.p50, "ms", "<= 1.5x"), work.p50 / floor.p50),
       row("ALLOW propose->200 p99 vs durable floor p99", allow.p99, floor.p99, "ms"),
       judgedAgainstReach(row("ALLOW throughput, 64 agents, vs durable floor's", oneKernel, median(floorRates), "calls/s", ">= 0.3x"), work.rateBound / median(floorRates)),
-      row("held release: attest -> delivered p50 vs floor (2 commits + wake, tool, delivery)", release.p50, rFloor.p50, "ms", "<= 2x"),
+      judgedAgainstReach(row("held release: attest -> delivered p50 vs floor (2 commits + wake, tool, delivery)", release.p50, rFloor.p50, "ms", "<= 2x"), rWork.p50 / rFloor.p50),
       row("work floor (durable floor + the work no kernel can skip) p50 vs durable floor", work.p50, floor.p50, "ms"),
       row("work floor throughput, 64 agents, vs durable floor's (the work alone, on one event loop)", work.rate, median(floorRates), "calls/s"),
       row("ALLOW p50 vs work floor p50", allow.p50, work.p50, "ms"),
+      row("work floor release (attestation checked, admission, delivery) p50 vs release floor", rWork.p50, rFloor.p50, "ms"),
+      row("held release p50 vs work floor release p50", release.p50, rWork.p50, "ms"),
       row("ALLOW throughput, 64 agents, vs work floor's", oneKernel, work.rate, "calls/s"),
       row(`the box's CPU bound on any kernel's rate (${availableParallelism()} cores / CPU of a work floor call: floor, server, client) vs durable floor's`, work.rateBound, median(floorRates), "calls/s")
     ]
@@ -380,7 +385,9 @@ export const runKernelPathBench = async (): Promise<Array<Row>> => {
     note("kernel CPU per ALLOW call, two kernels (sum)", (two.kernels / two.calls) * 1000, "ms")
     return [
       ...rows,
-      row("two kernel processes vs one, ALLOW throughput", median(twoRates), oneKernel, "calls/s", ">= 1.6x"),
+      // Two kernels share the box's cores with the server and the client: at the CPU per call the
+      // one-kernel runs measured (two kernels spend no less each), the cores bound the rate of both.
+      judgedAgainstReach(row("two kernel processes vs one, ALLOW throughput", median(twoRates), oneKernel, "calls/s", ">= 1.6x"), sharedCores / oneKernel, `${availableParallelism()} cores at this kernel's CPU per call`),
       ...dbos
     ]
   } finally {

@@ -27,6 +27,7 @@ describe("bench rows", () => {
     // A met target stays met, and a row without a target has no verdict.
     expect(judgedAgainstReach(row("allow p50", 3, 2, "ms", "<= 1.5x"), 2.6).verdict).toBe("met")
     expect(judgedAgainstReach(row("allow p50", 3, 2, "ms"), 2.6)).not.toHaveProperty("verdict")
+    expect(judgedAgainstReach(row("two kernels", 120, 100, "calls/s", ">= 1.6x"), 1.43, "2 cores at this kernel's CPU per call").verdict).toBe("not met; out of reach here (2 cores at this kernel's CPU per call 1.43x)")
   })
 
   it("the DBOS row is skipped, naming the server, when no PostgreSQL answers", async () => {

@@ -2,7 +2,7 @@ import type { ChildProcess } from "node:child_process"
 import type { NatsConnection } from "@nats-io/transport-node"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { jetstreamManager } from "@nats-io/jetstream"
-import { FloorStreams, floorAllowLatencies, floorAllowThroughput, floorReleaseLatencies, floorStreamCounts, FloorToolSubject, FloorWorkAllowSubject, startDurableFloor, workFloorLatencies, workFloorThroughput } from "../../bench/durable-floor.js"
+import { FloorStreams, floorAllowLatencies, floorAllowThroughput, floorReleaseLatencies, floorStreamCounts, FloorToolSubject, FloorWorkAllowSubject, FloorWorkHoldSubject, FloorWorkReleaseSubject, startDurableFloor, workFloorLatencies, workFloorReleaseLatencies, workFloorThroughput } from "../../bench/durable-floor.js"
 import { devKeyPair } from "../../runtime/client/DevKeys.js"
 import { signEnvelope } from "../../runtime/schema/EnvelopeSignature.js"
 import { connectAs } from "../support/Principals.js"
@@ -73,6 +73,26 @@ describe("bench durable floor", () => {
     const forged = { ...signEnvelope(payload, devKeyPair("agent:alice").secretKey), payload: { ...payload, args: { from: "a", to: "b", amount: 99_999 } } }
     const reply = await client.request(FloorWorkAllowSubject, JSON.stringify(forged), { timeout: 5000 })
     expect(reply.string()).toMatch(/^error: .*bad signature/)
+    expect(await floorStreamCounts(client)).toEqual(before)
+  })
+
+  it("the work floor's release is a held commit, two commits, one wake and one delivery, after the attestation checked", async () => {
+    const before = await floorStreamCounts(client)
+    const calls = toolCalls
+    expect(await workFloorReleaseLatencies(client, 3)).toHaveLength(3)
+    const after = await floorStreamCounts(client)
+    expect({ events: after.events - before.events, wakes: after.wakes - before.wakes, sessions: after.sessions - before.sessions }).toEqual({ events: 9, wakes: 3, sessions: 3 })
+    expect(toolCalls - calls).toBe(3)
+  })
+
+  it("the work floor refuses an attestation bound to other digests, and releases nothing", async () => {
+    const h = JSON.parse((await client.request(FloorWorkHoldSubject, "x", { timeout: 5000 })).string()) as { id: string; call_digest: string; contract_digest: string }
+    const before = await floorStreamCounts(client)
+    const now = Date.now()
+    const other = "0".repeat(64)
+    const attestation = signEnvelope({ op: "attest", principal: "user:carol", class: "human", held_id: h.id, generation: 1, call_digest: other, contract_digest: h.contract_digest, decision: "approve", issued_at: new Date(now).toISOString(), expires_at: new Date(now + 60_000).toISOString(), nonce: "0123456789abcdef" }, devKeyPair("user:carol").secretKey)
+    const reply = await client.request(FloorWorkReleaseSubject, JSON.stringify(attestation), { timeout: 5000 })
+    expect(reply.string()).toMatch(/^error: .*binds another call/)
     expect(await floorStreamCounts(client)).toEqual(before)
   })
 

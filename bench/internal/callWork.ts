@@ -1,9 +1,12 @@
-// The work an ALLOW call of the bench profile cannot skip, however a kernel is written, as plain
-// code: the request parsed, its ed25519 signature checked and its payload decoded; the call's
+// The work a call of the bench profile cannot skip, however a kernel is written, as plain code.
+// An ALLOW: the request parsed, its ed25519 signature checked and its payload decoded; the call's
 // digest; the profile's four plugin stages as bare in-process Extism calls of their fuel-metered
 // wasm (JCS and sha256 of each input, each output parsed and decoded with the stage's schema); the
-// call's two commits encoded and chained, stage records included. The budget suite times it in
-// process; the durable floor's work subject does it around the floor's own durable exchanges.
+// call's two commits encoded and chained, stage records included. A held call's release: the
+// witness's attestation parsed, checked and decoded, bound to the held call; the commit it
+// releases; the admission stage and the second commit; the delivery to the session. The budget
+// suite times the ALLOW's in process; the durable floor's work subjects do both around the
+// floor's own durable exchanges.
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import createPlugin, { type Plugin } from "@extism/extism"
@@ -17,7 +20,7 @@ import type { Envelope } from "../../runtime/schema/Envelope.js"
 import { envelopeSignatureValid } from "../../runtime/schema/EnvelopeSignature.js"
 import type { JsonObject, JsonValue } from "../../runtime/schema/Json.js"
 import { resolvePin } from "../../runtime/schema/PluginPin.js"
-import { ProposePayload } from "../../runtime/schema/Requests.js"
+import { AttestPayload, ProposePayload } from "../../runtime/schema/Requests.js"
 import { benchProfile } from "../BenchProfile.js"
 
 /** The module's name in the Extism manifest: a call naming it skips listing every module's exports (as the kernel's runner does). */
@@ -40,17 +43,38 @@ export interface StageRecord {
   readonly output: unknown
 }
 
-export interface AllowWork {
+/** An attestation that passed: its envelope and decoded payload. */
+export interface Attested {
+  readonly envelope: Envelope
+  readonly payload: typeof AttestPayload.Type
+}
+
+/** What an attestation binds to: the held call's digests. */
+export interface HeldDigests {
+  readonly callDigest: string
+  readonly contractDigest: string
+}
+
+export interface CallWork {
   /** Parses the request, checks its signature and decodes its payload; throws on a bad one. */
   readonly accept: (request: Uint8Array) => Accepted
   /** The transform, then both adjudicators (handed over together, as the kernel does). */
   readonly adjudicate: (call: Accepted, now: number) => Promise<Array<StageRecord>>
-  /** The admission stage on the tool's result. */
-  readonly admit: (call: Accepted, result: JsonValue, now: number) => Promise<StageRecord>
+  /** The admission stage on the tool's result of `call`. */
+  readonly admit: (call: { readonly principal: string; readonly tool: string; readonly args: unknown }, result: JsonValue, now: number) => Promise<StageRecord>
   /** Commit A (proposal, verdict with its stage records, claim, dispatch), encoded, on `prev`. */
   readonly commitA: (heldId: string, call: Accepted, stages: ReadonlyArray<StageRecord>, prev: string, now: number) => Uint8Array
   /** Commit B (effect, admission with its stage record), encoded, chained on commit A's bytes. */
   readonly commitB: (heldId: string, result: JsonValue, admitted: StageRecord, a: Uint8Array, now: number) => Uint8Array
+  /**
+   * Parses an attestation, checks its signature, decodes its payload and binds it to the held call
+   * it names (`heldCall` gives that call's digests); throws on a bad one or an unknown call.
+   */
+  readonly acceptAttestation: (request: Uint8Array, heldCall: (heldId: string) => HeldDigests | undefined) => Attested
+  /** The release's commit A (the attestation accepted, readiness, claim, dispatch), encoded, on `prev`. */
+  readonly releaseCommitA: (heldId: string, attested: Attested, prev: string, now: number) => Uint8Array
+  /** The delivery of a released call's admitted result to its session, encoded. */
+  readonly delivery: (heldId: string, result: JsonValue, now: number) => Uint8Array
   readonly close: () => Promise<void>
 }
 
@@ -100,7 +124,7 @@ const stageRunners = async (): Promise<{ runners: Array<StageRunner>; plugins: A
   return { runners, plugins }
 }
 
-export const loadAllowWork = async (): Promise<AllowWork> => {
+export const loadCallWork = async (): Promise<CallWork> => {
   const { runners, plugins } = await stageRunners()
   const of = (stage: string) => runners.filter((r) => r.stage === stage)
   const [transform, adjudicators, admission] = [of("transform"), of("adjudicate"), of("admit")]
@@ -131,8 +155,7 @@ export const loadAllowWork = async (): Promise<AllowWork> => {
     return records
   }
 
-  const admit = async (c: Accepted, result: JsonValue, now: number): Promise<StageRecord> => {
-    const p = c.payload
+  const admit = async (p: { readonly principal: string; readonly tool: string; readonly args: unknown }, result: JsonValue, now: number): Promise<StageRecord> => {
     const r = admission[0]!
     return start(r, { stage: "admit", principal: p.principal, tool: p.tool, args: p.args as JsonObject, result, config: r.config, now })
   }
@@ -172,5 +195,38 @@ export const loadAllowWork = async (): Promise<AllowWork> => {
     return encodeCommit(chainCommit(commit, commitDigest(a), undefined))
   }
 
-  return { accept, adjudicate, admit, commitA, commitB, close: async () => void (await Promise.all(plugins.map((p) => p.close().catch(() => undefined)))) }
+  const decodeAttestation = Schema.decodeUnknownSync(AttestPayload, { onExcessProperty: "ignore" })
+  const acceptAttestation = (request: Uint8Array, heldCall: (heldId: string) => HeldDigests | undefined): Attested => {
+    const envelope = JSON.parse(decoder.decode(request)) as Envelope
+    if (!envelopeSignatureValid(envelope)) throw new Error("bad signature")
+    const payload = decodeAttestation(envelope.payload)
+    const held = heldCall(payload.held_id)
+    if (held === undefined) throw new Error(`no held call ${payload.held_id}`)
+    if (payload.call_digest !== held.callDigest || payload.contract_digest !== held.contractDigest) throw new Error("the attestation binds another call")
+    return { envelope, payload }
+  }
+
+  const releaseCommitA = (heldId: string, attested: Attested, prev: string, now: number): Uint8Array => {
+    const at = new Date(now).toISOString()
+    const base = { held_id: heldId, generation: 1, at }
+    const p = attested.payload
+    const key = `${heldId}:g1`
+    const commit = {
+      commit_id: `attestation.accepted:${heldId}:${p.nonce}`,
+      held_id: heldId,
+      prev: "",
+      events: [
+        { ...base, type: "attestation.accepted", event_id: `attestation.accepted:${heldId}:${p.nonce}`, principal: p.principal, class: p.class, decision: p.decision, call_digest: p.call_digest, contract_digest: p.contract_digest, attestation_digest: sha256Hex(canonicalize(attested.envelope)), envelope: attested.envelope },
+        { ...base, type: "call.ready", event_id: `call.ready:${heldId}:g1` },
+        { ...base, type: "execution.leased", event_id: `execution.leased:${heldId}:g1:a1`, owner: "bench-floor", lease_until: at },
+        { ...base, type: "effect.dispatched", event_id: `effect.dispatched:${heldId}:g1:a1`, idempotency_key: key, attempt: 1, owner: "bench-floor", lease_until: at, policy_epoch: 1 }
+      ]
+    } as unknown as Commit
+    return encodeCommit(chainCommit(commit, prev, undefined))
+  }
+
+  const delivery = (heldId: string, result: JsonValue, now: number): Uint8Array =>
+    encoder.encode(JSON.stringify({ held_id: heldId, delivery_id: `${heldId}:g1`, generation: 1, outcome: "completed", result, delivered_at: new Date(now).toISOString() }))
+
+  return { accept, adjudicate, admit, commitA, commitB, acceptAttestation, releaseCommitA, delivery, close: async () => void (await Promise.all(plugins.map((p) => p.close().catch(() => undefined)))) }
 }
