@@ -8,12 +8,13 @@
 // process, like `wk kernel`, so it makes the same process hops as the kernel path it is compared
 // with: agent -> NATS -> kernel -> NATS -> tool and back.
 import { spawn, type ChildProcess } from "node:child_process"
-import { createHash, randomBytes } from "node:crypto"
+import { randomBytes } from "node:crypto"
 import { join } from "node:path"
 import { DiscardPolicy, jetstreamManager, RetentionPolicy, StorageType } from "@nats-io/jetstream"
 import { connect, createInbox, headers as natsHeaders, type Msg, type MsgHdrs, type NatsConnection } from "@nats-io/transport-node"
 import { repoRoot } from "../runtime/cli/Paths.js"
 import { devKeyPair } from "../runtime/client/DevKeys.js"
+import { sha256Hex } from "../runtime/schema/Canonical.js"
 import { signEnvelope } from "../runtime/schema/EnvelopeSignature.js"
 import type { JsonValue } from "../runtime/schema/Json.js"
 import { inboxOptionOf, Subjects } from "../runtime/schema/Subjects.js"
@@ -299,48 +300,11 @@ export const workFloorThroughput = async (client: NatsConnection, total: number,
   return total / ((performance.now() - t0) / 1000)
 }
 
-const sha256Hex = (data: Uint8Array) => createHash("sha256").update(data).digest("hex")
-
-/** Work-floor release: a held call (not timed), then a signed attestation -> delivery seen on the session subject, in ms. */
-export const workFloorReleaseLatencies = async (client: NatsConnection, n: number): Promise<Array<number>> => {
-  const key = devKeyPair("user:carol").secretKey
-  const session = `w${randomBytes(4).toString("hex")}`
-  const waiting = new Map<string, (t: number) => void>()
-  const sub = client.subscribe(floorSessionSubject(session), {
-    callback: (_e, m) => {
-      const { held_id } = JSON.parse(decoder.decode(m.data)) as { held_id: string }
-      waiting.get(held_id)?.(performance.now())
-      waiting.delete(held_id)
-    }
-  })
-  await client.flush()
-  const out: Array<number> = []
-  try {
-    for (let i = 0; i < n; i++) {
-      const h = JSON.parse(decoder.decode(checked(await client.request(FloorWorkHoldSubject, "x".repeat(300), { timeout: 5000 })).data)) as { id: string; call_digest: string; contract_digest: string }
-      const delivered = new Promise<number>((resolve, reject) => {
-        waiting.set(h.id, resolve)
-        setTimeout(() => reject(new Error(`work floor: no delivery of ${h.id} within 10 s`)), 10_000).unref()
-      })
-      const now = Date.now()
-      const t0 = performance.now()
-      const attestation = signEnvelope(
-        { op: "attest", principal: "user:carol", class: "human", held_id: h.id, generation: 1, call_digest: h.call_digest, contract_digest: h.contract_digest, decision: "approve", issued_at: new Date(now).toISOString(), expires_at: new Date(now + 600_000).toISOString(), nonce: randomBytes(12).toString("hex") },
-        key
-      )
-      const headers = natsHeaders()
-      headers.set("Session", session)
-      checked(await client.request(FloorWorkReleaseSubject, JSON.stringify(attestation), { timeout: 5000, headers }))
-      out.push((await delivered) - t0)
-    }
-  } finally {
-    sub.unsubscribe()
-  }
-  return out
-}
-
-/** Held-release floor: a call is held (not timed), then release -> delivery seen on the session subject, in ms. */
-export const floorReleaseLatencies = async (client: NatsConnection, n: number, payload: string): Promise<Array<number>> => {
+/**
+ * Timed releases: each call is held by `hold` (not timed), then released by `release`, timed until
+ * its delivery reaches a subscriber of the session, as the kernel's release figure is; in ms.
+ */
+const timedReleases = async <H extends { readonly id: string }>(client: NatsConnection, n: number, hold: () => Promise<H>, release: (held: H, session: string) => Promise<unknown>): Promise<Array<number>> => {
   const session = `s${randomBytes(4).toString("hex")}`
   const waiting = new Map<string, (t: number) => void>()
   const sub = client.subscribe(floorSessionSubject(session), {
@@ -354,19 +318,50 @@ export const floorReleaseLatencies = async (client: NatsConnection, n: number, p
   const out: Array<number> = []
   try {
     for (let i = 0; i < n; i++) {
-      const held = JSON.parse(decoder.decode(checked(await client.request(FloorHoldSubject, payload, { timeout: 5000 })).data)) as { id: string; seq: number }
+      const held = await hold()
       const delivered = new Promise<number>((resolve, reject) => {
         waiting.set(held.id, resolve)
         setTimeout(() => reject(new Error(`durable floor: no delivery of ${held.id} within 10 s`)), 10_000).unref()
       })
       const t0 = performance.now()
-      checked(await client.request(FloorReleaseSubject, JSON.stringify({ ...held, session }), { timeout: 5000 }))
+      await release(held, session)
       out.push((await delivered) - t0)
     }
   } finally {
     sub.unsubscribe()
   }
   return out
+}
+
+const replyOf = async <A>(client: NatsConnection, subject: string, body: string): Promise<A> => JSON.parse(decoder.decode(checked(await client.request(subject, body, { timeout: 5000 })).data)) as A
+
+/** Held-release floor: a call is held (not timed), then release -> delivery seen on the session subject, in ms. */
+export const floorReleaseLatencies = (client: NatsConnection, n: number, payload: string): Promise<Array<number>> =>
+  timedReleases(
+    client,
+    n,
+    () => replyOf<{ id: string; seq: number }>(client, FloorHoldSubject, payload),
+    (held, session) => client.request(FloorReleaseSubject, JSON.stringify({ ...held, session }), { timeout: 5000 }).then(checked)
+  )
+
+/** Work-floor release: a held call (not timed), then a witness's attestation signed here -> delivery seen on the session subject, in ms. */
+export const workFloorReleaseLatencies = (client: NatsConnection, n: number): Promise<Array<number>> => {
+  const key = devKeyPair("user:carol").secretKey
+  return timedReleases(
+    client,
+    n,
+    () => replyOf<{ id: string; call_digest: string; contract_digest: string }>(client, FloorWorkHoldSubject, "x".repeat(300)),
+    (h, session) => {
+      const now = Date.now()
+      const attestation = signEnvelope(
+        { op: "attest", principal: "user:carol", class: "human", held_id: h.id, generation: 1, call_digest: h.call_digest, contract_digest: h.contract_digest, decision: "approve", issued_at: new Date(now).toISOString(), expires_at: new Date(now + 600_000).toISOString(), nonce: randomBytes(12).toString("hex") },
+        key
+      )
+      const headers = natsHeaders()
+      headers.set("Session", session)
+      return client.request(FloorWorkReleaseSubject, JSON.stringify(attestation), { timeout: 5000, headers }).then(checked)
+    }
+  )
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) await serveFloor(process.argv[2]!)
