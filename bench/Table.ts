@@ -81,17 +81,21 @@ export const percentile = (xs: ReadonlyArray<number>, p: number) => {
   return s.length === 0 ? 0 : s[Math.min(s.length - 1, Math.floor(s.length * p))]!
 }
 
-/** A progress line on stderr, at most once a second. */
-export const progress = (label: string) => {
+/** A progress line on stderr, at most once a second, and the last one (all done) once. */
+export const progress = (label: string, write: (line: string) => void = (line) => void process.stderr.write(line)) => {
   let last = 0
+  let ended = false
   const t0 = Date.now()
   return (done: number, total: number) => {
     const now = Date.now()
-    if (now - last < 1000 && done < total) return
+    if (done >= total) {
+      if (ended) return
+      ended = true
+    } else if (now - last < 1000) return
     last = now
     const rate = done / Math.max(0.001, (now - t0) / 1000)
     const eta = rate > 0 ? Math.round((total - done) / rate) : 0
-    process.stderr.write(`${label}: ${done}/${total} (${Math.round(rate)}/s, ETA ${eta}s)\n`)
+    write(`${label}: ${done}/${total} (${Math.round(rate)}/s, ETA ${eta}s)\n`)
   }
 }
 

@@ -35,12 +35,13 @@ export const runParkedMemoryBench = async (total = Number(process.env["WK_BENCH_
   const park = async (count: number) => {
     const report = progress(`parking held calls`)
     const target = proposed + count
+    let parked = 0
     const worker = async () => {
       while (proposed < target) {
         const i = proposed++
         const r = await alice.propose({ session_id: "bench-parked", turn_id: "t", call_id: `p${i}`, tool: "money_transfer", args: { from: `a${i}`, to: "b", amount: 5000 } })
         if (r.status !== 202) throw new Error(`expected 202, got ${JSON.stringify(r)}`)
-        report(proposed, target)
+        report(++parked, count)
       }
     }
     await Promise.all(Array.from({ length: 64 }, worker))

@@ -61,6 +61,7 @@ export const runPolicyReevalBench = async (total = Number(process.env["WK_BENCH_
     while (!(await finished(empty.epoch))) await new Promise((r) => setTimeout(r, 100))
 
     let proposed = 0
+    let parked = 0
     const report = progress(`parking ${total} held calls`)
     const t0 = performance.now()
     const worker = async () => {
@@ -68,7 +69,7 @@ export const runPolicyReevalBench = async (total = Number(process.env["WK_BENCH_
         const i = proposed++
         const r = await alice.propose({ session_id: "bench-reeval", turn_id: "t", call_id: `p${i}`, tool: "money_transfer", args: { from: `a${i}`, to: "b", amount: 5000 } })
         if (r.status !== 202) throw new Error(`expected 202, got ${JSON.stringify(r)}`)
-        report(proposed, total)
+        report(++parked, total)
       }
     }
     await Promise.all(Array.from({ length: 64 }, worker))

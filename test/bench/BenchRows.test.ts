@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest"
 import { measureDbos } from "../../bench/dbos-workflow.js"
 import { measureLangGraph } from "../../bench/langgraph-workflow.js"
 import { FloorToolSubject } from "../../bench/durable-floor.js"
-import { judgedAgainstReach, row, skippedRow, verdictOf } from "../../bench/Table.js"
+import { judgedAgainstReach, progress, row, skippedRow, verdictOf } from "../../bench/Table.js"
 
 describe("bench rows", () => {
   it("judge a ratio against the bound of its target", () => {
@@ -28,6 +28,15 @@ describe("bench rows", () => {
     expect(judgedAgainstReach(row("allow p50", 3, 2, "ms", "<= 1.5x"), 2.6).verdict).toBe("met")
     expect(judgedAgainstReach(row("allow p50", 3, 2, "ms"), 2.6)).not.toHaveProperty("verdict")
     expect(judgedAgainstReach(row("two kernels", 120, 100, "calls/s", ">= 1.6x"), 1.43, "2 cores at this kernel's CPU per call").verdict).toBe("not met; out of reach here (2 cores at this kernel's CPU per call 1.43x)")
+  })
+
+  it("a progress reporter prints the line that says all is done once, however often it is told", () => {
+    const lines: Array<string> = []
+    const report = progress("parking", (line) => void lines.push(line))
+    report(1, 3)
+    report(2, 3) // within the second: not printed
+    for (let i = 0; i < 5; i++) report(3, 3) // workers still finishing their last calls
+    expect(lines.map((l) => l.split(" (")[0])).toEqual(["parking: 1/3", "parking: 3/3"])
   })
 
   it("the DBOS row is skipped, naming the server, when no PostgreSQL answers", async () => {
