@@ -6,7 +6,7 @@ import { isNarrowingPin, type ActivePolicy } from "../policy/ActivePolicy.js"
 import { floorRefusal } from "../policy/KernelFloor.js"
 import { Adjudicator, type Adjudication, type AdjudicationInput } from "../policy/Adjudicator.js"
 import { Admission, type AdmissionInput, type AdmissionOutcome } from "../policy/Admission.js"
-import { callDigest, canonicalize } from "../schema/Canonical.js"
+import { callDigest } from "../schema/Canonical.js"
 import type { Decision, Reason, Verdict } from "../schema/Events.js"
 import type { JsonObject, JsonValue } from "../schema/Json.js"
 import type { WitnessContract } from "../schema/WitnessContract.js"
@@ -16,7 +16,7 @@ import type { Stage } from "../schema/PluginManifest.js"
 import { layerPluginHost, PluginHost, type Invocation, type LoadedPlugin } from "./PluginHost.js"
 import type { PluginSource } from "./PluginSource.js"
 import type { PluginLoadError } from "./PluginError.js"
-import { pinLabel, resolvePin, type PluginPin } from "../schema/PluginPin.js"
+import { pinIdentity, pinLabel, resolvePin, type PluginPin } from "../schema/PluginPin.js"
 import { AdjudicateOutput, AdmitOutput, TransformOutput, WitnessContractOutput, type ProposalIO, type WitnessPresentation } from "./StageIO.js"
 
 /** Transforms may chain at most this many times before the call is denied. */
@@ -37,10 +37,10 @@ const pinCache = new WeakMap<ActivePolicy, Map<Stage, ReadonlyArray<PluginPin>>>
 
 const computePins = (policy: ActivePolicy, stage: Stage): ReadonlyArray<PluginPin> => {
   const byKey = new Map<string, PluginPin>()
-  for (const profile of policy.profiles) for (const pin of profile.plugins ?? []) if (pin.stages.includes(stage)) byKey.set(canonicalize(pin), pin)
+  for (const profile of policy.profiles) for (const pin of profile.plugins ?? []) if (pin.stages.includes(stage)) byKey.set(pinIdentity(pin), pin)
   return [...byKey.values()].sort((a, b) => {
     const ra = resolvePin(a), rb = resolvePin(b)
-    return ra.precedence - rb.precedence || cmp(a.name, b.name) || cmp(a.version, b.version) || cmp(a.sha256, b.sha256) || cmp(canonicalize(a), canonicalize(b))
+    return ra.precedence - rb.precedence || cmp(a.name, b.name) || cmp(a.version, b.version) || cmp(a.sha256, b.sha256) || cmp(pinIdentity(a), pinIdentity(b))
   })
 }
 const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0)

@@ -1,9 +1,9 @@
-import type { PluginPin } from "../schema/PluginPin.js"
+import { pinIdentity, type PluginPin } from "../schema/PluginPin.js"
 import { joinTerms } from "../schema/EvidenceTerm.js"
 import type { WitnessContract } from "../schema/WitnessContract.js"
 import { joinRules } from "../schema/WitnessRule.js"
 import type { PrincipalEntry, Profile, ToolRule } from "../schema/Profile.js"
-import { canonicalize, jcsDigest } from "../schema/Canonical.js"
+import { jcsDigest } from "../schema/Canonical.js"
 import type { WitnessRegistry } from "../heldcall/Counting.js"
 import type { DecideContext } from "../heldcall/Decide.js"
 import { maxDependencyDepth } from "../heldcall/Dependencies.js"
@@ -86,7 +86,7 @@ export const tiersOf = (policy: ActivePolicy): Tiers => {
   const tiers: Tiers = {
     authorityRules: mergeRules(authority),
     narrowingRules: mergeRules(policy.profiles.filter(isNarrowingProfile)),
-    authorityPins: new Set(pins.map(canonicalize)),
+    authorityPins: new Set(pins.map(pinIdentity)),
     authorityAdjudicates: pins.some((pin) => pin.stages.includes("adjudicate"))
   }
   tierCache.set(policy, tiers)
@@ -94,7 +94,7 @@ export const tiersOf = (policy: ActivePolicy): Tiers => {
 }
 
 /** Whether only project or user profiles pin this plugin: its ALLOW is no opinion, its contract is added. */
-export const isNarrowingPin = (policy: ActivePolicy, pin: PluginPin): boolean => !tiersOf(policy).authorityPins.has(canonicalize(pin))
+export const isNarrowingPin = (policy: ActivePolicy, pin: PluginPin): boolean => !tiersOf(policy).authorityPins.has(pinIdentity(pin))
 
 const minDefined = (a: number | undefined, b: number | undefined): number | undefined =>
   a === undefined ? b : b === undefined ? a : Math.min(a, b)

@@ -3,7 +3,7 @@ import { termKey } from "../schema/EvidenceTerm.js"
 import type { Profile, ToolRule } from "../schema/Profile.js"
 import type { WitnessContract, WitnessRule } from "../schema/WitnessContract.js"
 import { missingConjuncts } from "../schema/WitnessRule.js"
-import { pinLabel, resolvePin, type PluginPin } from "../schema/PluginPin.js"
+import { pinIdentity, pinLabel, resolvePin, type PluginPin } from "../schema/PluginPin.js"
 import { canonicalize } from "../schema/Canonical.js"
 import { activePolicy, isNarrowingProfile, tiersOf, type ActivePolicy } from "./ActivePolicy.js"
 import { DefaultContract } from "./RuleAdjudicator.js"
@@ -133,7 +133,7 @@ const depthOf = (profiles: ReadonlyArray<Profile>): number | undefined =>
 
 // The pins of one tier (floor and organization, or project and user) by canonical form.
 const pinsOf = (profiles: ReadonlyArray<Profile>, narrowing: boolean): ReadonlyMap<string, PluginPin> =>
-  new Map(profiles.filter((p) => isNarrowingProfile(p) === narrowing).flatMap((p) => (p.plugins ?? []).map((pin) => [canonicalize(pin), pin] as const)))
+  new Map(profiles.filter((p) => isNarrowingProfile(p) === narrowing).flatMap((p) => (p.plugins ?? []).map((pin) => [pinIdentity(pin), pin] as const)))
 
 // What differs between two pins of one plugin, named the way the pin schema names it.
 const pinDiff = (b: PluginPin, a: PluginPin): ReadonlyArray<string> => {

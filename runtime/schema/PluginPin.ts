@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { canonicalize } from "./Canonical.js"
 import { JsonValue } from "./Json.js"
 import { Capabilities, Egress, PluginName, PublicKey, Sha256Hex, Stage } from "./PluginManifest.js"
 
@@ -82,3 +83,13 @@ export const resolvePin = (pin: PluginPin): ResolvedPin => ({
   config: pin.config ?? {},
   isolation: pin.isolation ?? "auto"
 })
+
+// A pin from a decoded profile is never changed: its canonical text is computed once.
+const identities = new WeakMap<PluginPin, string>()
+
+/** A pin's identity: its JCS text, the same for two pins that say the same (set members, map keys, the last tie-break in pin order). */
+export const pinIdentity = (pin: PluginPin): string => {
+  let text = identities.get(pin)
+  if (text === undefined) identities.set(pin, (text = canonicalize(pin)))
+  return text
+}
