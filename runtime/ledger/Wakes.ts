@@ -48,6 +48,14 @@ export class Wakes extends Context.Tag("wk/Wakes")<
      * that awaits its acknowledgement: the caller's next write goes out in the same flush.
      */
     readonly begin: (heldId: string, driving?: Driving) => Effect.Effect<void, LedgerError>
+    /**
+     * The call this process drove is settled: a wake it wrote with `driving` that no consumer of
+     * this process has taken is deleted from the queue. Another kernel handed that wake leaves
+     * it until the lease ends, then reads the call cold only to find nothing to do; a wake this
+     * process's controller took is acked there. Fire and forget: a wake that stays is looked at
+     * once more, as before.
+     */
+    readonly retire: (heldId: string) => void
   }
 >() {}
 
@@ -87,25 +95,60 @@ export const startWake = (heldId: string, driving?: Driving) => Effect.map(Wakes
 
 const WakesPrefix = "wk.v1.wakes."
 
+/** Most driving wakes one process remembers for `retire` (the oldest are forgotten: they stay and are looked at once more). */
+const WrittenMax = 10_000
+
+/**
+ * The driving wakes this process wrote and its controller has not taken, by call: their stream
+ * sequence. Shared by the writing and the consuming side of one connection.
+ */
+const writtenOn = new WeakMap<Context.Tag.Service<typeof Nats>["nc"], Map<string, number>>()
+const writtenBy = (nats: Context.Tag.Service<typeof Nats>): Map<string, number> => {
+  let m = writtenOn.get(nats.nc)
+  if (m === undefined) writtenOn.set(nats.nc, (m = new Map()))
+  return m
+}
+
 /** Wakes on `WK_WAKES` (one message per subject, a work queue). */
 export const layerNatsWakes = Layer.effect(
   Wakes,
-  Effect.map(Nats, ({ publish }) =>
-    Wakes.of({
+  Effect.map(Nats, (nats) => {
+    const written = writtenBy(nats)
+    return Wakes.of({
       begin: (heldId, driving) => {
-        const acked = publish(Subjects.wake(heldId), bodyOf(driving))
+        const acked = nats.publish(Subjects.wake(heldId), bodyOf(driving))
         // Usually durable by the time the caller awaits it (its ack comes with the commit's): then
         // the await is no fiber step. A failure is observed by the returned effect.
         let durable = false
-        acked.then(() => void (durable = true), () => undefined)
+        acked.then((ack) => {
+          durable = true
+          if (driving === undefined) return
+          written.delete(heldId)
+          written.set(heldId, ack.seq)
+          if (written.size > WrittenMax) written.delete(written.keys().next().value!)
+        }, () => undefined)
         return Effect.suspend(() => durable ? Effect.void : Effect.tryPromise({
           try: () => acked.then(() => undefined),
           catch: (cause) => new LedgerError({ operation: `wake ${heldId}`, message: String(cause), cause })
         }))
+      },
+      retire: (heldId) => {
+        const seq = written.get(heldId)
+        if (seq === undefined) return
+        written.delete(heldId)
+        // By sequence: a newer wake of the call (another command's) is another message and stays.
+        nats.jsm.streams.deleteMessage(Streams.wakes, seq, false).catch(() => undefined)
       }
     })
-  )
+  })
 )
+
+/** Forgets a driving wake this process wrote once its controller takes it (or a later one of the call): acked there, not retired. */
+const taken = (written: Map<string, number>, msg: JsMsg): void => {
+  const heldId = msg.subject.slice(WakesPrefix.length)
+  const seq = written.get(heldId)
+  if (seq !== undefined && msg.seq >= seq) written.delete(heldId)
+}
 
 const deliveryOf = (msg: JsMsg): WakeDelivery => ({
   heldId: msg.subject.slice(WakesPrefix.length),
@@ -140,8 +183,12 @@ export const layerNatsWakeQueue = Layer.effect(
           )
           // A plain loop, not a stream over the iterator: closing the consumer ends it, where an
           // iterator's return() would wait for a message that may never come.
+          const written = writtenBy(nats)
           void (async () => {
-            for await (const msg of messages) Queue.unsafeOffer(handedOut, deliveryOf(msg))
+            for await (const msg of messages) {
+              taken(written, msg)
+              Queue.unsafeOffer(handedOut, deliveryOf(msg))
+            }
           })().catch((e) => log.error({ loop: "controller", ...errorFields(e) }, "controller consumer stopped"))
           return Stream.fromQueue(handedOut)
         })

@@ -14,7 +14,7 @@ import { reconcile, type Action, type ReconcileContext } from "../heldcall/Recon
 import { foldUncommitted as fold } from "../heldcall/Reducer.js"
 import type { HeldEvent } from "../schema/Events.js"
 import type { HeldCallFacts } from "../schema/Facts.js"
-import { quiescent } from "../heldcall/Facts.js"
+import { quiescent, settled } from "../heldcall/Facts.js"
 import { claim, invoke, recordSurely, resolve } from "../executor/Executor.js"
 import { adjudicate } from "./Adjudicate.js"
 import { admit } from "./Admit.js"
@@ -186,8 +186,11 @@ export const makeDriver = Effect.gen(function* () {
         return false
       })
 
-      const done = (requeueMs: number | null) =>
-        Effect.as(Effect.zipRight(store.project(loaded), unindexEnded(loaded.facts)), { facts: loaded.facts, requeueMs } satisfies Driven)
+      const done = (requeueMs: number | null) => {
+        // Settled by this drive: the wake it wrote as it claimed the call is no other kernel's business.
+        if (settled(loaded.facts)) wakes.retire(heldId)
+        return Effect.as(Effect.zipRight(store.project(loaded), unindexEnded(loaded.facts)), { facts: loaded.facts, requeueMs } satisfies Driven)
+      }
 
       for (let round = 0; round < MaxRounds; round++) {
         let policy = yield* policies.current

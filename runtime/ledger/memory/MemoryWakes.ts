@@ -58,9 +58,13 @@ export const makeMemoryWakes = Effect.gen(function* () {
     makeReady(heldId, p)
   }
 
+  // Driving wakes written here that the consumer has not taken (see `Wakes.retire`), by call: their write.
+  const written = new Map<string, number>()
+
   const handOut = (heldId: string): WakeDelivery | null => {
     const p = pending.get(heldId)
     if (p === undefined || p.state !== "ready") return null
+    if ((written.get(heldId) ?? Infinity) <= p.id) written.delete(heldId)
     p.state = "in-flight"
     p.deliveries++
     const current = () => pending.get(heldId) === p
@@ -92,7 +96,16 @@ export const makeMemoryWakes = Effect.gen(function* () {
   const wakes = Wakes.of({
     begin: (heldId, driving) => {
       publish(heldId, driving ?? null)
+      if (driving !== undefined) written.set(heldId, nextId)
       return Effect.void
+    },
+    retire: (heldId) => {
+      const id = written.get(heldId)
+      written.delete(heldId)
+      const p = pending.get(heldId)
+      if (id === undefined || p === undefined || p.id !== id) return
+      cancelTimer(p)
+      pending.delete(heldId)
     }
   })
   const queue = WakeQueue.of({
