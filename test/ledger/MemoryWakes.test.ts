@@ -54,6 +54,39 @@ describe("memory wake queue", () => {
     })
   )
 
+  it.scoped("retire: a driving wake no consumer took is gone; one the consumer took stays for its ack", () =>
+    Effect.gen(function* () {
+      const { wakes, view, next } = yield* consumed
+      // Given a wake written as this process claimed the call, not yet handed out,
+      yield* wakes.begin("r1", { owner: "k", until: 10_000 })
+      // when the call settles, it is deleted: nobody is handed it, now or after a lease.
+      wakes.retire("r1")
+      expect(view.pending()).toEqual([])
+      yield* TestClock.adjust(20_000)
+      expect(Option.isNone(yield* next)).toBe(true)
+      // Given one the consumer took, retiring leaves it to the consumer's ack.
+      yield* wakes.begin("r2", { owner: "k", until: 10_000 })
+      const taken = Option.getOrThrow(yield* next)
+      wakes.retire("r2")
+      expect(view.pending()).toEqual(["r2"])
+      taken.ack()
+      expect(view.pending()).toEqual([])
+    })
+  )
+
+  it.scoped("retire deletes only the driving wake this writer wrote: a plain wake, or a newer one of another command, stays", () =>
+    Effect.gen(function* () {
+      const { wakes, view } = yield* consumed
+      yield* wakes.begin("r3")
+      wakes.retire("r3")
+      expect(view.pending()).toEqual(["r3"])
+      yield* wakes.begin("r4", { owner: "k", until: 10_000 })
+      yield* wakes.begin("r4")
+      wakes.retire("r4")
+      expect(view.pending()).toContain("r4")
+    })
+  )
+
   it.scoped("one pending wake per call: a newer wake replaces the one handed out", () =>
     Effect.gen(function* () {
       const { wakes, view, next } = yield* consumed
