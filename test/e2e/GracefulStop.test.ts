@@ -97,7 +97,9 @@ describe("a kernel stopped cleanly (SIGINT, or SIGTERM where said)", () => {
   }, 180_000)
 
   it("answers a blocking proposal still waiting past the tool timeout 503, to be sent again; sent again, another kernel answers it", async () => {
-    const alice = clientFor(agentConn, "agent:alice", 10_000)
+    // The client waits long enough for a second kernel to start on a loaded box; the bound on the
+    // answer is measured from the stop.
+    const alice = clientFor(agentConn, "agent:alice", 30_000)
     // One kernel running, so it is the one the proposal reaches.
     const running = kernels.filter(isRunning)
     for (const k of running.slice(1)) await k.stop()
