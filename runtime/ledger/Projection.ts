@@ -52,8 +52,7 @@ export const writeProjection = (facts: HeldCallFacts, revision: number) => Effec
 
 /** `writeProjection` on a given connection, as a plain promise (written in the background). */
 export const projectFacts = async (nats: NatsService, facts: HeldCallFacts, revision: number): Promise<number> => {
-  // The first write is published before any await: called in the same turn as a reply, it goes
-  // out in the reply's socket write. The bucket handle is needed only to read after a conflict.
+  const kv = await nats.kv(Buckets.facts)
   const data = encoder.encode(JSON.stringify(facts))
   const subject = `$KV.${Buckets.facts}.${facts.held_id}`
   let rev = revision
@@ -64,7 +63,7 @@ export const projectFacts = async (nats: NatsService, facts: HeldCallFacts, revi
       return (await nats.publish(subject, data, { lastSubjectSequence: rev })).seq
     } catch (e) {
       if (!isWrongLastSequence(e)) throw e
-      const cur = await (await nats.kv(Buckets.facts)).get(facts.held_id)
+      const cur = await kv.get(facts.held_id)
       if (cur === null) { rev = 0; continue }
       // A stored value this kernel cannot decode counts as nothing folded: replace it.
       const stored = cur.operation === "PUT" && cur.length > 0 ? storedSeq(cur.json()) : 0
