@@ -187,7 +187,11 @@ export const layerNatsWakeQueue = Layer.effect(
           void (async () => {
             for await (const msg of messages) {
               taken(written, msg)
-              Queue.unsafeOffer(handedOut, deliveryOf(msg))
+              // Handed to the controller once the I/O of this turn is handled: a claim's wake comes
+              // in the same socket read as the claim's acknowledgement, and the drive waiting on
+              // that goes first (its tool request), the controller's look at the call after.
+              const delivery = deliveryOf(msg)
+              setImmediate(() => Queue.unsafeOffer(handedOut, delivery))
             }
           })().catch((e) => log.error({ loop: "controller", ...errorFields(e) }, "controller consumer stopped"))
           return Stream.fromQueue(handedOut)
