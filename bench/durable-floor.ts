@@ -124,11 +124,16 @@ const serveFloor = async (servers: string) => {
   const publish = publisher(request)
   const run = `${process.pid}_${randomBytes(4).toString("hex")}`
   let n = 0
+  /** Commit A (CAS on `expected`) and the call's recovery wake in one flush, both acks awaited: commit A's sequence. */
+  const commitWithWake = async (id: string, a: Uint8Array, expected: number): Promise<number> => {
+    const wake = publish(FloorStreams.wakes.subject(id), new Uint8Array(0))
+    const seq = await publish(FloorStreams.events.subject(id), a, `${id}.a`, expected)
+    await wake
+    return seq
+  }
   /** Commit A and its wake in one flush, both acks awaited; then the tool; then commit B. Returns the tool's reply. */
   const twoCommits = async (id: string, call: string, body: Uint8Array, aEvents: ReadonlyArray<string>, aExpected: number, bEvents: ReadonlyArray<string>) => {
-    const wake = publish(FloorStreams.wakes.subject(id), new Uint8Array(0))
-    const a = await publish(FloorStreams.events.subject(id), commitOf(`${id}.a`, aEvents, call), `${id}.a`, aExpected)
-    await wake
+    const a = await commitWithWake(id, commitOf(`${id}.a`, aEvents, call), aExpected)
     const tool = await request(FloorToolSubject, body)
     await publish(FloorStreams.events.subject(id), commitOf(`${id}.b`, bEvents, decoder.decode(tool.data)), `${id}.b`, a)
     return tool
@@ -151,9 +156,7 @@ const serveFloor = async (servers: string) => {
         const call = work.accept(m.data)
         const stages = await work.adjudicate(call, Date.now())
         const a = work.commitA(id, call, stages, "", Date.now())
-        const wake = publish(FloorStreams.wakes.subject(id), new Uint8Array(0))
-        const seqA = await publish(FloorStreams.events.subject(id), a, `${id}.a`, 0)
-        await wake
+        const seqA = await commitWithWake(id, a, 0)
         const p = call.payload
         const tool = await request(FloorToolSubject, encoder.encode(JSON.stringify({ held_id: id, idempotency_key: `${id}:g1`, tool: p.tool, args: p.args })))
         const result = JSON.parse(decoder.decode(tool.data)) as JsonValue
@@ -184,9 +187,7 @@ const serveFloor = async (servers: string) => {
         const h = held.get(id)!
         held.delete(id)
         const a = work.releaseCommitA(id, attested, sha256Hex(h.head), Date.now())
-        const wake = publish(FloorStreams.wakes.subject(id), new Uint8Array(0))
-        const seqA = await publish(FloorStreams.events.subject(id), a, `${id}.a`, h.seq)
-        await wake
+        const seqA = await commitWithWake(id, a, h.seq)
         m.respond(encoder.encode(JSON.stringify({ disposition: "accepted", held_id: id })))
         const tool = await request(FloorToolSubject, encoder.encode(JSON.stringify({ held_id: id, idempotency_key: `${id}:g1`, tool: "money_transfer", args: { amount: 5000 } })))
         const result = JSON.parse(decoder.decode(tool.data)) as JsonValue
@@ -210,9 +211,7 @@ const serveFloor = async (servers: string) => {
     callback: (_e, m) =>
       void (async () => {
         const { id, seq, session } = JSON.parse(decoder.decode(m.data)) as { id: string; seq: number; session: string }
-        const wake = publish(FloorStreams.wakes.subject(id), new Uint8Array(0))
-        const a = await publish(FloorStreams.events.subject(id), commitOf(`${id}.a`, ["attestation.accepted", "call.ready", "execution.leased", "execution.dispatched"], ""), `${id}.a`, seq)
-        await wake
+        const a = await commitWithWake(id, commitOf(`${id}.a`, ["attestation.accepted", "call.ready", "execution.leased", "execution.dispatched"], ""), seq)
         m.respond(encoder.encode("accepted"))
         const tool = await request(FloorToolSubject, m.data)
         await publish(FloorStreams.events.subject(id), commitOf(`${id}.b`, ["effect.recorded", "call.admitted"], decoder.decode(tool.data)), `${id}.b`, a)

@@ -139,10 +139,17 @@ export const loadCallWork = async (): Promise<CallWork> => {
     return r.run(text).then((output) => ({ stage: r.stage, input, inputDigest, output }))
   }
 
-  const accept = (request: Uint8Array): Accepted => {
+  /** A signed request parsed, its signature checked and its payload decoded with `decode`; throws on a bad one. */
+  const signed = <P>(request: Uint8Array, decode: (payload: unknown) => P): { readonly envelope: Envelope; readonly payload: P } => {
     const envelope = JSON.parse(decoder.decode(request)) as Envelope
     if (!envelopeSignatureValid(envelope)) throw new Error("bad signature")
-    const payload = Schema.decodeUnknownSync(ProposePayload, { onExcessProperty: "ignore" })(envelope.payload)
+    return { envelope, payload: decode(envelope.payload) }
+  }
+  const decodeProposal = Schema.decodeUnknownSync(ProposePayload, { onExcessProperty: "ignore" })
+  const decodeAttestation = Schema.decodeUnknownSync(AttestPayload, { onExcessProperty: "ignore" })
+
+  const accept = (request: Uint8Array): Accepted => {
+    const { envelope, payload } = signed(request, decodeProposal)
     return { envelope, payload, callDigest: callDigest(payload.tool, payload.args) }
   }
 
@@ -162,44 +169,40 @@ export const loadCallWork = async (): Promise<CallWork> => {
 
   const decisionOf = (s: StageRecord) => ({ by: "plugin:bench@1.0.0", digest: "0".repeat(64), input_digest: s.inputDigest, output: { stage: s.stage, ...(s.stage !== "admit" ? { input: s.input } : {}), result: s.output } })
 
+  /** The fields every event of the call's first generation carries at `now`. */
+  const baseOf = (heldId: string, now: number) => ({ held_id: heldId, generation: 1, at: new Date(now).toISOString() })
+  /** One commit of `events` (its id the first event's), chained on `prev`, as stored. */
+  const encoded = <E extends { readonly event_id: string }>(heldId: string, events: ReadonlyArray<E>, prev: string): Uint8Array =>
+    encodeCommit(chainCommit({ commit_id: events[0]!.event_id, held_id: heldId, prev: "", events } as unknown as Commit, prev, undefined))
+  /** The claim that ends a commit A: the execution lease and the dispatch under the call's key. */
+  const claimed = (heldId: string, now: number) => {
+    const base = baseOf(heldId, now)
+    return [
+      { ...base, type: "execution.leased", event_id: `execution.leased:${heldId}:g1:a1`, owner: "bench-floor", lease_until: base.at },
+      { ...base, type: "effect.dispatched", event_id: `effect.dispatched:${heldId}:g1:a1`, idempotency_key: `${heldId}:g1`, attempt: 1, owner: "bench-floor", lease_until: base.at, policy_epoch: 1 }
+    ]
+  }
+
   const commitA = (heldId: string, c: Accepted, stages: ReadonlyArray<StageRecord>, prev: string, now: number): Uint8Array => {
-    const at = new Date(now).toISOString()
-    const base = { held_id: heldId, generation: 1, at }
+    const base = baseOf(heldId, now)
     const p = c.payload
-    const key = `${heldId}:g1`
-    const commit = {
-      commit_id: `call.proposed:${heldId}:g1`,
-      held_id: heldId,
-      prev: "",
-      events: [
-        { ...base, type: "call.proposed", event_id: `call.proposed:${heldId}:g1`, principal: p.principal, session_id: p.session_id, turn_id: p.turn_id, call_id: p.call_id, tool: p.tool, args: p.args, call_digest: c.callDigest, idempotency_key: key, held_id_salt: "0".repeat(64), created_at: at, expires_at: p.expires_at ?? at, envelope: c.envelope },
-        { ...base, type: "call.adjudicated", event_id: `call.adjudicated:${heldId}:g1:e1`, verdict: "ALLOW", reasons: [], policy_epoch: 1, decisions: stages.map(decisionOf) },
-        { ...base, type: "execution.leased", event_id: `execution.leased:${heldId}:g1:a1`, owner: "bench-floor", lease_until: at },
-        { ...base, type: "effect.dispatched", event_id: `effect.dispatched:${heldId}:g1:a1`, idempotency_key: key, attempt: 1, owner: "bench-floor", lease_until: at, policy_epoch: 1 }
-      ]
-    } as unknown as Commit
-    return encodeCommit(chainCommit(commit, prev, undefined))
+    return encoded(heldId, [
+      { ...base, type: "call.proposed", event_id: `call.proposed:${heldId}:g1`, principal: p.principal, session_id: p.session_id, turn_id: p.turn_id, call_id: p.call_id, tool: p.tool, args: p.args, call_digest: c.callDigest, idempotency_key: `${heldId}:g1`, held_id_salt: "0".repeat(64), created_at: base.at, expires_at: p.expires_at ?? base.at, envelope: c.envelope },
+      { ...base, type: "call.adjudicated", event_id: `call.adjudicated:${heldId}:g1:e1`, verdict: "ALLOW", reasons: [], policy_epoch: 1, decisions: stages.map(decisionOf) },
+      ...claimed(heldId, now)
+    ], prev)
   }
 
   const commitB = (heldId: string, result: JsonValue, admitted: StageRecord, a: Uint8Array, now: number): Uint8Array => {
-    const base = { held_id: heldId, generation: 1, at: new Date(now).toISOString() }
-    const commit = {
-      commit_id: `effect.recorded:${heldId}:g1:a1`,
-      held_id: heldId,
-      prev: "",
-      events: [
-        { ...base, type: "effect.recorded", event_id: `effect.recorded:${heldId}:g1:a1`, attempt: 1, ok: true, result },
-        { ...base, type: "result.admitted", event_id: `result.admitted:${heldId}:g1:a1`, decisions: [decisionOf(admitted)] }
-      ]
-    } as unknown as Commit
-    return encodeCommit(chainCommit(commit, commitDigest(a), undefined))
+    const base = baseOf(heldId, now)
+    return encoded(heldId, [
+      { ...base, type: "effect.recorded", event_id: `effect.recorded:${heldId}:g1:a1`, attempt: 1, ok: true, result },
+      { ...base, type: "result.admitted", event_id: `result.admitted:${heldId}:g1:a1`, decisions: [decisionOf(admitted)] }
+    ], commitDigest(a))
   }
 
-  const decodeAttestation = Schema.decodeUnknownSync(AttestPayload, { onExcessProperty: "ignore" })
   const acceptAttestation = (request: Uint8Array, heldCall: (heldId: string) => HeldDigests | undefined): Attested => {
-    const envelope = JSON.parse(decoder.decode(request)) as Envelope
-    if (!envelopeSignatureValid(envelope)) throw new Error("bad signature")
-    const payload = decodeAttestation(envelope.payload)
+    const { envelope, payload } = signed(request, decodeAttestation)
     const held = heldCall(payload.held_id)
     if (held === undefined) throw new Error(`no held call ${payload.held_id}`)
     if (payload.call_digest !== held.callDigest || payload.contract_digest !== held.contractDigest) throw new Error("the attestation binds another call")
@@ -207,22 +210,13 @@ export const loadCallWork = async (): Promise<CallWork> => {
   }
 
   const releaseCommitA = (heldId: string, attested: Attested, prev: string, now: number): Uint8Array => {
-    const at = new Date(now).toISOString()
-    const base = { held_id: heldId, generation: 1, at }
+    const base = baseOf(heldId, now)
     const p = attested.payload
-    const key = `${heldId}:g1`
-    const commit = {
-      commit_id: `attestation.accepted:${heldId}:${p.nonce}`,
-      held_id: heldId,
-      prev: "",
-      events: [
-        { ...base, type: "attestation.accepted", event_id: `attestation.accepted:${heldId}:${p.nonce}`, principal: p.principal, class: p.class, decision: p.decision, call_digest: p.call_digest, contract_digest: p.contract_digest, attestation_digest: sha256Hex(canonicalize(attested.envelope)), envelope: attested.envelope },
-        { ...base, type: "call.ready", event_id: `call.ready:${heldId}:g1` },
-        { ...base, type: "execution.leased", event_id: `execution.leased:${heldId}:g1:a1`, owner: "bench-floor", lease_until: at },
-        { ...base, type: "effect.dispatched", event_id: `effect.dispatched:${heldId}:g1:a1`, idempotency_key: key, attempt: 1, owner: "bench-floor", lease_until: at, policy_epoch: 1 }
-      ]
-    } as unknown as Commit
-    return encodeCommit(chainCommit(commit, prev, undefined))
+    return encoded(heldId, [
+      { ...base, type: "attestation.accepted", event_id: `attestation.accepted:${heldId}:${p.nonce}`, principal: p.principal, class: p.class, decision: p.decision, call_digest: p.call_digest, contract_digest: p.contract_digest, attestation_digest: sha256Hex(canonicalize(attested.envelope)), envelope: attested.envelope },
+      { ...base, type: "call.ready", event_id: `call.ready:${heldId}:g1` },
+      ...claimed(heldId, now)
+    ], prev)
   }
 
   const delivery = (heldId: string, result: JsonValue, now: number): Uint8Array =>
