@@ -238,22 +238,35 @@ interface WorkFloor {
   readonly rateBound: number
 }
 
+/** What a rival durable-workflow engine's run gave, with the same tool and sizes: per-run latencies and rates, or why it was not measured. */
+type RivalOutcome<F> = { readonly figures: F & { readonly latencies: ReadonlyArray<ReadonlyArray<number>>; readonly rates: ReadonlyArray<number> } } | { readonly skipped: string }
+
+interface Rival<F> {
+  readonly name: string
+  readonly figure: string
+  /** Why it is switched off in this run, if it is. */
+  readonly off: string | undefined
+  readonly measure: () => Promise<RivalOutcome<F>>
+  /** Throws when the run did not do what it claims (a failed bench, not a skipped row). */
+  readonly check: (figures: F) => void
+}
+
 /**
- * DBOS on the same box, same tool, same sizes: its figures next to the durable floor's, and the
- * kernel's next to DBOS's (target: ahead of it). "skipped" with the reason when the package or
- * the PostgreSQL server is not there (WK_BENCH_DBOS=0 skips it on purpose).
+ * A rival's rows: its figures next to the durable floor's, and the kernel's ALLOW next to its
+ * (target: ahead of it), each judged against what the work floor leaves reachable. "skipped" with
+ * the reason when the rival is switched off or its package or server is not there.
  */
-const dbosRows = async (e: Env, allowP50: number, allowRate: number, floorP50: number, floorRate: number, work: WorkFloor): Promise<Array<Row>> => {
-  const figures = ["DBOS workflow (1 step: the tool) p50 vs durable floor", "DBOS throughput, 64 agents, vs durable floor's", "ALLOW p50 vs DBOS p50", "ALLOW throughput, 64 agents, vs DBOS's"] as const
+const rivalRows = async <F>(rival: Rival<F>, allowP50: number, allowRate: number, floorP50: number, floorRate: number, work: WorkFloor): Promise<Array<Row>> => {
+  const figures = [`${rival.figure} p50 vs durable floor`, `${rival.name} throughput, 64 agents, vs durable floor's`, `ALLOW p50 vs ${rival.name} p50`, `ALLOW throughput, 64 agents, vs ${rival.name}'s`] as const
   const skippedAll = (why: string) => [skippedRow(figures[0], "ms", why), skippedRow(figures[1], "calls/s", why), skippedRow(figures[2], "ms", why, "< 1x"), skippedRow(figures[3], "calls/s", why, "> 1x")]
-  if (process.env["WK_BENCH_DBOS"] === "0") return skippedAll("WK_BENCH_DBOS=0")
-  const outcome = await measureDbos({ nc: e.floorClient, toolSubject: BareToolSubject, payload: Payload, runs: Runs, perRun: PerRun, total: ThroughputCalls }).catch((err: unknown) => ({ skipped: `DBOS failed: ${err instanceof Error ? err.message : String(err)}` }))
+  if (rival.off !== undefined) return skippedAll(rival.off)
+  const outcome = await rival.measure().catch((err: unknown): RivalOutcome<F> => ({ skipped: `${rival.name} failed: ${err instanceof Error ? err.message : String(err)}` }))
   if ("skipped" in outcome) return skippedAll(outcome.skipped)
-  const { latencies, rates, succeeded, ran } = outcome.figures
-  if (succeeded !== ran) throw new Error(`DBOS bench: ${ran} workflows ran, ${succeeded} recorded as SUCCESS`)
+  rival.check(outcome.figures)
+  const { latencies, rates } = outcome.figures
   const p50 = median(latencies.map(median))
   const rate = median(rates)
-  note("DBOS p99 (sequential)", median(latencies.map((xs) => percentile(xs, 0.99))), "ms")
+  note(`${rival.name} p99 (sequential)`, median(latencies.map((xs) => percentile(xs, 0.99))), "ms")
   return [
     row(figures[0], p50, floorP50, "ms"),
     row(figures[1], rate, floorRate, "calls/s"),
@@ -262,29 +275,27 @@ const dbosRows = async (e: Env, allowP50: number, allowRate: number, floorP50: n
   ]
 }
 
-/**
- * LangGraph with a PostgreSQL checkpointer, as the DBOS rows: same tool, same sizes, next to the
- * durable floor, and the kernel's ALLOW next to it. "skipped" when the packages or the server are
- * not there (WK_BENCH_LANGGRAPH=0 skips it on purpose).
- */
-const langGraphRows = async (e: Env, allowP50: number, allowRate: number, floorP50: number, floorRate: number, work: WorkFloor): Promise<Array<Row>> => {
-  const figures = ["LangGraph + PostgresSaver (1 node: the tool) p50 vs durable floor", "LangGraph throughput, 64 agents, vs durable floor's", "ALLOW p50 vs LangGraph p50", "ALLOW throughput, 64 agents, vs LangGraph's"] as const
-  const skippedAll = (why: string) => [skippedRow(figures[0], "ms", why), skippedRow(figures[1], "calls/s", why), skippedRow(figures[2], "ms", why, "< 1x"), skippedRow(figures[3], "calls/s", why, "> 1x")]
-  if (process.env["WK_BENCH_LANGGRAPH"] === "0") return skippedAll("WK_BENCH_LANGGRAPH=0")
-  const outcome = await measureLangGraph({ nc: e.floorClient, toolSubject: BareToolSubject, payload: Payload, runs: Runs, perRun: PerRun, total: ThroughputCalls }).catch((err: unknown) => ({ skipped: `LangGraph failed: ${err instanceof Error ? err.message : String(err)}` }))
-  if ("skipped" in outcome) return skippedAll(outcome.skipped)
-  const { latencies, rates, checkpointed, ran } = outcome.figures
-  if (checkpointed !== ran) throw new Error(`LangGraph bench: ${ran} calls ran, ${checkpointed} threads checkpointed`)
-  const p50 = median(latencies.map(median))
-  const rate = median(rates)
-  note("LangGraph p99 (sequential)", median(latencies.map((xs) => percentile(xs, 0.99))), "ms")
-  return [
-    row(figures[0], p50, floorP50, "ms"),
-    row(figures[1], rate, floorRate, "calls/s"),
-    judgedAgainstReach(row(figures[2], allowP50, p50, "ms", "< 1x"), work.p50 / p50),
-    judgedAgainstReach(row(figures[3], allowRate, rate, "calls/s", "> 1x"), work.rateBound / rate, "the cores at the work floor's CPU per call")
-  ]
-}
+/** DBOS on the same box (WK_BENCH_DBOS=0 skips it on purpose); every workflow must be recorded as a success. */
+const dbos = (e: Env): Rival<{ readonly succeeded: number; readonly ran: number }> => ({
+  name: "DBOS",
+  figure: "DBOS workflow (1 step: the tool)",
+  off: process.env["WK_BENCH_DBOS"] === "0" ? "WK_BENCH_DBOS=0" : undefined,
+  measure: () => measureDbos({ nc: e.floorClient, toolSubject: BareToolSubject, payload: Payload, runs: Runs, perRun: PerRun, total: ThroughputCalls }),
+  check: ({ succeeded, ran }) => {
+    if (succeeded !== ran) throw new Error(`DBOS bench: ${ran} workflows ran, ${succeeded} recorded as SUCCESS`)
+  }
+})
+
+/** LangGraph with a PostgreSQL checkpointer (WK_BENCH_LANGGRAPH=0 skips it on purpose); every call's thread must be checkpointed. */
+const langGraph = (e: Env): Rival<{ readonly checkpointed: number; readonly ran: number }> => ({
+  name: "LangGraph",
+  figure: "LangGraph + PostgresSaver (1 node: the tool)",
+  off: process.env["WK_BENCH_LANGGRAPH"] === "0" ? "WK_BENCH_LANGGRAPH=0" : undefined,
+  measure: () => measureLangGraph({ nc: e.floorClient, toolSubject: BareToolSubject, payload: Payload, runs: Runs, perRun: PerRun, total: ThroughputCalls }),
+  check: ({ checkpointed, ran }) => {
+    if (checkpointed !== ran) throw new Error(`LangGraph bench: ${ran} calls ran, ${checkpointed} threads checkpointed`)
+  }
+})
 
 export const runKernelPathBench = async (): Promise<Array<Row>> => {
   if (FloorToolSubject !== BareToolSubject) throw new Error("the floors must call the same echo tool")
@@ -355,7 +366,7 @@ export const runKernelPathBench = async (): Promise<Array<Row>> => {
     // and the client's share of them still cost this much CPU: no kernel, however parallel, goes faster here.
     const boxBound = (availableParallelism() * cpu.calls) / (workCpu.floor + workCpu.nats + workCpu.client)
     const work: WorkFloor = { p50: workFloor.p50, rate: median(workRates), rateBound: Math.max(boxBound, median(workRates)) }
-    const dbos = [...(await dbosRows(e, allow.p50, oneKernel, floor.p50, median(floorRates), work)), ...(await langGraphRows(e, allow.p50, oneKernel, floor.p50, median(floorRates), work))]
+    const rivals = [...(await rivalRows(dbos(e), allow.p50, oneKernel, floor.p50, median(floorRates), work)), ...(await rivalRows(langGraph(e), allow.p50, oneKernel, floor.p50, median(floorRates), work))]
     const rows = [
       judgedAgainstReach(row("ALLOW propose->200 p50 vs durable floor (2 commits + wake, tool, reply)", allow.p50, floor.p50, "ms", "<= 1.5x"), work.p50 / floor.p50),
       row("ALLOW propose->200 p99 vs durable floor p99", allow.p99, floor.p99, "ms"),
@@ -371,7 +382,7 @@ export const runKernelPathBench = async (): Promise<Array<Row>> => {
     ]
     // A second kernel that does not start (a loaded box) costs its row, not the figures above.
     const second = await startKernelProcess(e.nats.servers, e.profiles, {}, KernelNodeArgs).catch((err: unknown) => String(err instanceof Error ? err.message.split("\n")[0] : err))
-    if (typeof second === "string") return [...rows, skippedRow("two kernel processes vs one, ALLOW throughput", "calls/s", second, ">= 1.6x"), ...dbos]
+    if (typeof second === "string") return [...rows, skippedRow("two kernel processes vs one, ALLOW throughput", "calls/s", second, ">= 1.6x"), ...rivals]
     e.kernels.push(second)
     await allowThroughput(e, WarmupCalls)
     const twoRates: Array<number> = []
@@ -388,7 +399,7 @@ export const runKernelPathBench = async (): Promise<Array<Row>> => {
       // Two kernels share the box's cores with the server and the client: at the CPU per call the
       // one-kernel runs measured (two kernels spend no less each), the cores bound the rate of both.
       judgedAgainstReach(row("two kernel processes vs one, ALLOW throughput", median(twoRates), oneKernel, "calls/s", ">= 1.6x"), sharedCores / oneKernel, `${availableParallelism()} cores at this kernel's CPU per call`),
-      ...dbos
+      ...rivals
     ]
   } finally {
     // SIGINT, so that a --cpu-prof profile is written
