@@ -591,3 +591,22 @@ describe("kernel", () => {
     expect(violations.get("kernel")).toEqual([])
   })
 })
+
+describe("the wake queue", () => {
+  // A kernel deletes the recovery wake of a call it settled (Wakes.retire). Any other login able
+  // to delete a wake could take a crashed kernel's call out of recovery: none can (the operator's
+  // provisioner login, which sets the streams up, is left out).
+  it("no role but the kernel deletes a pending wake: each attempt is refused and the wake stays; the kernel's delete takes it", async () => {
+    const subject = Subjects.wake(`h_${token()}`)
+    const { seq } = await jetstream(kernel()).publish(subject, encoder.encode("{}"))
+    const deleteSubject = `$JS.API.STREAM.MSG.DELETE.${Streams.wakes}`
+    for (const role of Object.keys(Roles).filter((r) => r !== "kernel" && r !== "provisioner") as Array<Role>) {
+      await conn(role).request(deleteSubject, encoder.encode(JSON.stringify({ seq, no_erase: true })), { timeout: 1000 }).catch(() => undefined)
+      await refused(role, "publish", deleteSubject)
+      expect(await storedOn(Streams.wakes, subject)).toBe(1)
+    }
+    expect(await (await jetstreamManager(kernel())).streams.deleteMessage(Streams.wakes, seq, false)).toBe(true)
+    expect(await storedOn(Streams.wakes, subject)).toBe(0)
+  })
+})
+
