@@ -117,7 +117,7 @@ export const runCriticalPathBench = async (): Promise<Array<Row>> => {
   }
   // The last calls' paths: the warm-up is left out.
   const paths = callPathsOf(JSON.parse(readFileSync(file, "utf8")) as Array<TimelineEntry>).slice(-Calls)
-  // Medians of nothing would print as zeros: a timeline the suite no longer reads is a failure to see.
+  // Medians of nothing would print as zeros: a timeline the suite cannot read is a failure to see.
   if (paths.length === 0) throw new Error(`critical path: none of the ${Calls} calls' timelines reads as the ALLOW path (${file})`)
   const m = (k: keyof CallPath) => median(paths.map((p) => p[k]))
   const work = m("toCommitA") + m("toTool") + m("toCommitB") + m("toReply")

@@ -52,8 +52,8 @@ export class Wakes extends Context.Tag("wk/Wakes")<
      * The call this process drove is settled: a wake it wrote with `driving` that no consumer of
      * this process has taken is deleted from the queue. Another kernel handed that wake leaves
      * it until the lease ends, then reads the call cold only to find nothing to do; a wake this
-     * process's controller took is acked there. Fire and forget: a wake that stays is looked at
-     * once more, as before.
+     * process's controller took is acked there. Fire and forget: a wake that stays (the delete
+     * failed, or the call was forgotten) is looked at once more when its lease ends.
      */
     readonly retire: (heldId: string) => void
   }
