@@ -15,6 +15,7 @@ import { DemoBank } from "../executor/DemoBank.js"
 import type { Profile } from "../schema/Profile.js"
 import { MissingNatsServer, findNatsServer, portInUse, startNatsServer } from "./EmbeddedNats.js"
 import { devCredentialsIn } from "./DevCredentials.js"
+import { lockStore } from "./StoreLock.js"
 import { globalSelection } from "./ContextSelection.js"
 import { defaultConfig, defaultDataDir, defaultProfiles, repoRoot } from "./Paths.js"
 
@@ -113,7 +114,7 @@ const serve = (url: string, profiles: ReadonlyArray<Profile>, withBank: boolean,
         yield* Console.log(
           [
             `Witness Kernel ready (${owner}), policy epoch ${policy.epoch}, ${policy.principals.size} principals, ${policy.profiles.reduce((n, p) => n + (p.plugins?.length ?? 0), 0)} plugins pinned${withBank ? `, demo bank (${bankCredentials.user}) serving money_transfer and bank_balance` : ""}`,
-            `  NATS:  ${nats.servers}  (users: agent/agent-dev, witness/witness-dev, tool-demo-bank/demo-bank-dev, auditor/auditor-dev)`,
+            `  NATS:  ${nats.servers}  (users agent, witness, tool-demo-bank, auditor: their passwords are in nats.conf)`,
             ...(metrics !== undefined ? [`  Ops:   http://127.0.0.1:${metrics}/metrics, /healthz, /readyz  (--metrics-port, WK_METRICS_PORT)`] : []),
             ...tryLines(nats.servers),
             `  Ctrl-C drains and stops.`
@@ -163,15 +164,25 @@ export const startCommand = Command.make(
       if (url !== undefined && url !== "") return yield* serve(url, profiles, !noBank, ops)
       if (findNatsServer() === null) return yield* Effect.fail(new Error(MissingNatsServer))
       const p = Option.getOrElse(port, () => Number(process.env["WK_NATS_PORT"] ?? 4322))
-      if (yield* Effect.promise(() => portInUse(p))) {
-        return yield* Effect.fail(new Error(`port ${p} is in use (another wk start?): pass --port or set WK_NATS_PORT, or NATS_URL to use that server`))
-      }
       yield* Effect.scoped(
         Effect.gen(function* () {
+          // One process owns a store: a second nats-server on the same folder would lose what the
+          // first one committed. The lock is taken before the port is looked at, so a second start
+          // on this store is told about the first, whatever port it asks for.
+          const lock = yield* Effect.acquireRelease(
+            Effect.try({ try: () => lockStore(defaultDataDir), catch: (e) => e as Error }),
+            (l) => Effect.sync(() => l.release())
+          )
+          if (yield* Effect.promise(() => portInUse(p))) {
+            return yield* Effect.fail(
+              new Error(`port ${p} is in use by another program (not a wk start on ${defaultDataDir}): stop it, or run this store's server on another port (--port or WK_NATS_PORT), or set NATS_URL to use that server`)
+            )
+          }
           const server = yield* Effect.acquireRelease(
             Effect.tryPromise({ try: () => startNatsServer({ config: defaultConfig, storeDir: join(defaultDataDir, "nats"), port: p }), catch: (e) => e as Error }),
             (s) => Effect.promise(() => s.stop())
           )
+          lock.serving(server.pid, server.url)
           yield* Console.log(`nats-server ${server.url} (pid ${server.pid}, store ${join(defaultDataDir, "nats")})`)
           yield* serve(server.url, profiles, !noBank, ops)
         })
