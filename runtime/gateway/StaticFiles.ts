@@ -13,6 +13,7 @@ const files: Record<string, string> = {
   "/inbox/timeline.js": join(repoRoot, "runtime/gateway/inbox/timeline.js"),
   "/inbox/jcs.js": join(repoRoot, "runtime/gateway/inbox/jcs.js"),
   "/inbox/words.js": join(repoRoot, "runtime/gateway/inbox/words.js"),
+  "/inbox/batch.js": join(repoRoot, "runtime/gateway/inbox/batch.js"),
   "/inbox/inbox.css": join(repoRoot, "runtime/gateway/inbox/inbox.css"),
   "/openapi.json": join(repoRoot, "docs/openapi.json")
 }

@@ -6,14 +6,19 @@
   const $ = (id) => document.getElementById(id)
   const { b64 } = inboxKeys
   const W = inboxWords
+  const B = inboxBatch
   let identity = null
   let selected = null
   let follow = null
   let events = []
   let current = null
   let pending = null
+  /** shownKey of the call as the pending confirmation restated it. */
+  let pendingShown = null
   /** Open calls as last listed, and ended calls read once (an ended call does not change what it was). */
   let openCalls = []
+  /** sha256 of the JCS of each open call's presentation as last listed: what a tick binds. */
+  let shownDigests = new Map()
   const ended = new Map()
   // Ids of calls this browser has listed or opened: the gateway indexes only open calls, so the
   // "ended" filter re-reads these. Ids are not secret.
@@ -113,7 +118,10 @@
     const body = await r.json()
     if (r.status !== 200) { $("list-count").textContent = "(" + (body.error?.message ?? r.status) + ")"; return }
     // The listing also holds this principal's own proposals; the inbox shows what it may witness.
-    openCalls = (body.held || []).filter((h) => h.view === "witness")
+    const listed = (body.held || []).filter((h) => h.view === "witness")
+    const digests = new Map(await Promise.all(listed.map(async (h) => [h.held_id, await sha256Hex(jcs(h.witness_request?.presentation ?? {}))])))
+    openCalls = listed
+    shownDigests = digests
     remember(openCalls.map((h) => h.held_id))
     const state = $("filter-state").value
     if (state !== "open") await readEnded(new Set(openCalls.map((h) => h.held_id)))
@@ -195,9 +203,12 @@
           pick.title = "select for a batch approval"
           pick.setAttribute("aria-label", "select " + summaryOf(h))
           pick.checked = picked.has(h.held_id)
+          // The tick binds the call as drawn here, digests included; the click signs exactly that.
+          const item = B.itemOf(h, shownDigests.get(h.held_id), summaryOf(h) + (amount !== null ? " (" + amount + ")" : ""))
           pick.addEventListener("change", () => {
-            if (pick.checked) picked.add(h.held_id)
+            if (pick.checked) picked.set(h.held_id, item)
             else picked.delete(h.held_id)
+            delete $("batch-approve").dataset.armed
             drawBatchBar()
           })
           li.append(pick)
@@ -207,14 +218,37 @@
     )
     $("list-count").textContent = "(" + shown.length + ")"
     $("list-empty").hidden = shown.length > 0
-    // A call that left the open list cannot be in a batch.
-    for (const id of [...picked]) if (!openCalls.some((h) => h.held_id === id)) picked.delete(id)
+    recheckBatch()
     drawBatchBar()
   }
 
   // ---- batch approval: one signed attestation for the selected calls ----------------------
 
-  const picked = new Set()
+  /** Ticked calls: held_id -> the binding of the call as it was shown when ticked (batch.js). */
+  const picked = new Map()
+  /**
+   * Drops every ticked call that is no longer what was ticked (superseded, edited, ended), with a
+   * visible notice, and disarms the batch: what the armed button said it would sign has changed.
+   * True when nothing was dropped.
+   */
+  const recheckBatch = () => {
+    const { dropped } = B.reconcile([...picked.values()], (id) => {
+      const h = openCalls.find((x) => x.held_id === id)
+      return h === undefined ? undefined : { h, presentationDigest: shownDigests.get(id) }
+    })
+    if (dropped.length === 0) return true
+    for (const d of dropped) picked.delete(d.item.held_id)
+    for (const box of document.querySelectorAll("#held-list input.pick")) box.checked = picked.has(box.closest("li").dataset.heldId)
+    delete $("batch-approve").dataset.armed
+    const notice = $("batch-notice")
+    notice.append(...dropped.map((d) => {
+      const li = el("li", "", B.noticeOf(d))
+      li.dataset.heldId = d.item.held_id
+      return li
+    }))
+    notice.hidden = false
+    return false
+  }
   const drawBatchBar = () => {
     const bar = $("batch-bar")
     bar.hidden = picked.size === 0 && $("batch-count").dataset.result === undefined
@@ -223,22 +257,20 @@
     button.textContent = button.dataset.armed === "1" ? "Sign approval of " + picked.size + " call(s) as " + (identity?.principal ?? "?") : "Approve selected…"
     if ($("batch-count").dataset.result === undefined) $("batch-count").textContent = picked.size + " selected"
   }
-  const bindingOf = async (h) => ({
-    held_id: h.held_id, generation: h.generation, call_digest: h.call_digest, contract_digest: h.contract_digest,
-    presentation_digest: await sha256Hex(jcs(h.witness_request?.presentation ?? {}))
-  })
   $("batch-approve").addEventListener("click", async () => {
     const button = $("batch-approve")
     delete $("batch-count").dataset.result
+    // A ticked call that changed since it was ticked leaves the batch (with its notice) before anything is armed or signed.
+    if (!recheckBatch()) return drawBatchBar()
     // The first click says what will be signed; the second signs it.
     if (button.dataset.armed !== "1") { button.dataset.armed = "1"; return drawBatchBar() }
     delete button.dataset.armed
-    const calls = openCalls.filter((h) => picked.has(h.held_id))
-    if (identity === null || calls.length === 0) return drawBatchBar()
+    const items = [...picked.values()]
+    if (identity === null || items.length === 0) return drawBatchBar()
     const now = Date.now()
     const payload = {
       op: "attest_batch", principal: identity.principal, class: identity.klass, decision: "approve", mode: "each",
-      items: await Promise.all(calls.map(bindingOf)),
+      items: B.payloadItems(items),
       issued_at: new Date(now).toISOString(), expires_at: new Date(now + 10 * 60_000).toISOString(), nonce: nonce()
     }
     const r = await fetch("/attestations/batch", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(await signedEnvelope(payload)) })
@@ -254,6 +286,8 @@
   })
   $("batch-clear").addEventListener("click", () => {
     picked.clear()
+    $("batch-notice").replaceChildren()
+    $("batch-notice").hidden = true
     delete $("batch-approve").dataset.armed
     delete $("batch-count").dataset.result
     drawList()
@@ -314,7 +348,27 @@
     }
   }
 
+  /** What a decision about `h` binds: its generation, digests and the presentation shown. */
+  const shownKey = (h) => [h.held_id, h.generation, h.call_digest, h.contract_digest, jcs(h.witness_request?.presentation ?? {})].join("\u0000")
+
+  /**
+   * The open call changed under the person's eyes (the agent superseded it, an edit, a new
+   * contract): a confirmation being read is withdrawn unsigned, and the pane says so.
+   */
+  const noticeChange = (before, h) => {
+    const notice = $("changed-notice")
+    notice.textContent = "This call changed while it was open (generation " + before.generation + " → " + h.generation + "): what you see now is the new call. Read it again before you decide."
+    notice.hidden = false
+    if (pending !== null && pending.held_id === h.held_id) {
+      const d = pending.decision
+      hideConfirm()
+      $("attest-status").textContent = d + ": not signed — the call changed while you were confirming; read it again"
+      $("attest-status").dataset.disposition = "superseded"
+    }
+  }
+
   const render = (h) => {
+    if (current !== null && current.held_id === h.held_id && shownKey(current) !== shownKey(h)) noticeChange(current, h)
     const wr = h.witness_request ?? {}
     const p = wr.presentation ?? {}
     document.body.classList.add("detail-open")
@@ -517,6 +571,8 @@
     $("attest-status").textContent = ""
     delete $("attest-status").dataset.disposition
     $("decision-reason").value = ""
+    $("changed-notice").hidden = true
+    current = null
     render(body.held)
     events = []
     $("timeline").innerHTML = drawTimeline(events)
@@ -552,6 +608,7 @@
       ...(reason !== "" ? { reason } : {})
     }
     pending = payload
+    pendingShown = shownKey(current)
     $("confirm").dataset.decision = decision
     $("confirm-title").textContent = (decision === "approve" ? "Approve" : "Reject") + " this call as " + payload.principal + " (" + payload.class + ")?"
     $("confirm-summary").textContent = summaryOf(current)
@@ -578,6 +635,8 @@
   const sign = async () => {
     const payload = pending
     if (payload === null || current === null || payload.held_id !== current.held_id) return hideConfirm()
+    // Signed only as confirmed: a call that changed since the confirmation was drawn is not signed.
+    if (pendingShown !== shownKey(current)) return noticeChange({ generation: payload.generation }, current)
     hideConfirm()
     const envelope = await signedEnvelope(payload)
     const r = await fetch("/held/" + payload.held_id + "/attestations", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(envelope) })

@@ -1,0 +1,116 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { randomBytes } from "node:crypto"
+import type { Browser } from "playwright-core"
+import type { Profile } from "../../runtime/schema/Profile.js"
+import { gatewayProfile, getAs, post, signedAs, startGatewayHarness, type GatewayHarness } from "../gateway/GatewayHarness.js"
+import { eventually } from "../support/Stream.js"
+import { inboxAs as openInbox, launchChromium, openHeld } from "./InboxPage.js"
+
+// What a person signs in the inbox is what the person was shown, tried as the agent would attack
+// it: the agent supersedes a ticked or opened call with another recipient and the same amount.
+// The profile shows transfers in words ("… to dave") and a person's approval releases one.
+let h: GatewayHarness
+let browser: Browser
+
+const bindingProfile = (): Profile => ({ ...gatewayProfile(), presentation: { money_transfer: "Transfer {amount} EUR from {from} to {to}" } })
+
+beforeAll(async () => {
+  browser = await launchChromium()
+  h = await startGatewayHarness(bindingProfile())
+}, 90_000)
+afterAll(async () => {
+  await browser?.close()
+  await h?.stop()
+})
+
+let n = 0
+/** agent:alice proposes (or, with the same `callId` while held, supersedes) a transfer. */
+const proposeAs = async (callId: string, to: unknown, amount: number) => {
+  const r = await post(`${h.url}/tool-calls`, signedAs("agent:alice", { op: "propose", session_id: "s-binding", turn_id: "t1", call_id: callId, tool: "money_transfer", args: { from: "alice", to, amount }, nonce: randomBytes(12).toString("hex"), expires_at: new Date(Date.now() + 300_000).toISOString() }))
+  expect(r.status).toBe(202)
+  return { heldId: String(r.body["held_id"]), generation: Number(r.body["generation"]) }
+}
+const view = async (id: string) => (await getAs(h.url, "agent:alice", `/held/${id}`)).body["held"] as Record<string, any>
+const entry = (heldId: string) => `#held-list li[data-held-id="${heldId}"]`
+
+describe("the inbox signs what the person saw", () => {
+  it("batch: a ticked 2,500 to dave that the agent supersedes with 2,500 to mallory drops out with a notice; the armed batch never signs the new generation", async () => {
+    const swapped = `swap${++n}`
+    const target = await proposeAs(swapped, "dave", 2_500)
+    const other = await proposeAs(`other${++n}`, "shop", 1_300)
+    const page = await openInbox(browser, h.url, "user:carol", "human")
+    await page.waitForSelector(`${entry(target.heldId)}:has-text("to dave")`, { timeout: 15_000 })
+    for (const id of [target.heldId, other.heldId]) await page.check(`${entry(id)} input.pick`, { timeout: 15_000 })
+    await page.click("#batch-approve")
+    expect(await page.textContent("#batch-approve")).toContain("Sign approval of 2 call(s) as user:carol")
+
+    // The agent swaps the recipient; the amount, the tool and the held_id stay.
+    const superseded = await proposeAs(swapped, "mallory", 2_500)
+    expect(superseded).toEqual({ heldId: target.heldId, generation: 2 })
+    // The list has drawn the new generation before the person clicks again.
+    await page.waitForSelector(`${entry(target.heldId)}:has-text("to mallory")`, { timeout: 15_000 })
+    const before = h.bank.effects
+    await page.click("#batch-approve")
+
+    // The superseded call left the batch, said so, and the batch was disarmed: nothing signed yet.
+    await page.waitForSelector(`#batch-notice:not([hidden]) li[data-held-id="${target.heldId}"]`)
+    const notice = (await page.textContent("#batch-notice")) ?? ""
+    expect(notice).toContain("to dave")
+    expect(notice).toContain("generation 1 → 2")
+    expect(await page.isChecked(`${entry(target.heldId)} input.pick`)).toBe(false)
+    expect(await page.textContent("#batch-approve")).toContain("Sign approval of 1 call(s)")
+    expect((await view(target.heldId)).evidence).toEqual([])
+    expect((await view(other.heldId)).evidence).toEqual([])
+
+    // Signing now signs the call still as ticked, and only it.
+    await page.click("#batch-approve")
+    await page.waitForSelector('#batch-count[data-result="recorded"]')
+    expect(await page.textContent("#batch-count")).toContain("1 accepted, 0 not")
+    await eventually(async () => (await view(other.heldId)).lifecycle === "completed")
+    expect(h.bank.effects).toBe(before + 1)
+    expect(h.bank.balance("shop")).toBe(10_000 + 1_300)
+    const swappedCall = await view(target.heldId)
+    expect(swappedCall).toMatchObject({ generation: 2, lifecycle: "open", execution: "none", args: { to: "mallory" } })
+    expect(swappedCall.evidence).toEqual([])
+    expect(h.bank.balance("mallory")).toBe(10_000)
+    await page.context().close()
+  }, 90_000)
+
+  it("batch: a call superseded after the tick but before the list is re-read is signed as ticked, so the kernel refuses it as stale and nothing runs", async () => {
+    const swapped = `swap${++n}`
+    const target = await proposeAs(swapped, "dave", 2_600)
+    const page = await openInbox(browser, h.url, "user:carol", "human")
+    await page.check(`${entry(target.heldId)} input.pick`, { timeout: 15_000 })
+    // The page sees no newer listing from here on.
+    await page.route("**/held", (route) => route.abort())
+    await page.click("#batch-approve")
+    await proposeAs(swapped, "mallory", 2_600)
+    const before = h.bank.effects
+    await page.click("#batch-approve")
+    await page.waitForSelector('#batch-count[data-result="recorded"]')
+    expect(await page.textContent("#batch-count")).toContain("0 accepted, 1 not")
+    const v = await view(target.heldId)
+    expect(v).toMatchObject({ generation: 2, lifecycle: "open", execution: "none" })
+    // The kernel recorded the signature as bound to generation 1: refused, counting for nothing.
+    expect(v.evidence).toEqual([expect.objectContaining({ witness: "user:carol", status: "rejected", reason: expect.stringContaining("bound to generation 1") })])
+    expect(h.bank.effects).toBe(before)
+    await page.context().close()
+  }, 90_000)
+
+  it("one call: a confirmation open while the agent supersedes the call is withdrawn unsigned, and the pane says the call changed", async () => {
+    const swapped = `swap${++n}`
+    const target = await proposeAs(swapped, "dave", 2_700)
+    const page = await openInbox(browser, h.url, "user:carol", "human")
+    await openHeld(page, target.heldId)
+    await page.click("#approve")
+    await page.waitForSelector("#confirm:not([hidden])")
+    expect(await page.textContent("#confirm")).toContain("to dave")
+    await proposeAs(swapped, "mallory", 2_700)
+    await page.waitForSelector('#attest-status[data-disposition="superseded"]', { timeout: 15_000 })
+    expect(await page.isHidden("#confirm")).toBe(true)
+    expect(await page.textContent("#changed-notice")).toContain("generation 1 → 2")
+    expect(await page.textContent("#detail-title")).toContain("to mallory")
+    expect((await view(target.heldId)).evidence).toEqual([])
+    await page.context().close()
+  }, 90_000)
+})
