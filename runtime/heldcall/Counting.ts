@@ -2,7 +2,7 @@ import type { Evidence, HeldCallFacts } from "../schema/Facts.js"
 import type { Reason } from "../schema/Events.js"
 import { routeAdmits, type WitnessRule } from "../schema/WitnessContract.js"
 import { presentationDigest } from "../schema/Canonical.js"
-import { canonicalCall, currentEvidence } from "./Facts.js"
+import { canonicalCall, currentEvidence, editorsOf } from "./Facts.js"
 import { meetsTerm, type EvidenceTerm } from "../schema/EvidenceTerm.js"
 import { dependencyRejects } from "./Dependencies.js"
 import { ruleStatus, type Approval, type RuleStatus } from "./WitnessRuleEval.js"
@@ -84,7 +84,10 @@ export const stillRegistered = (e: Evidence, registry: WitnessRegistry): boolean
 
 /** Whether a witness is independent of the call's proposer under the registry in force: another principal, not acting in its session namespace. */
 const independent = (f: HeldCallFacts, registry: WitnessRegistry, witness: string): boolean =>
-  witness !== f.spec?.principal && (f.spec === null || registry.namespaceOf === undefined || sharedNamespace(registry, witness, f.spec.principal, f.spec.session_id) === undefined)
+  f.spec === null || proposersOf(f).every((p) => witness !== p && (registry.namespaceOf === undefined || sharedNamespace(registry, witness, p, f.spec!.session_id) === undefined))
+
+/** Who proposed the current generation: the agent, and every witness whose edit made a generation. */
+export const proposersOf = (f: HeldCallFacts): ReadonlyArray<string> => (f.spec === null ? [] : [f.spec.principal, ...editorsOf(f.spec)])
 
 /**
  * Statements of the current generation the registry stands behind, from witnesses independent of

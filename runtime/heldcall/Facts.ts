@@ -77,3 +77,7 @@ export const settled = (f: HeldCallFacts): boolean =>
   f.result_admission !== "pending" &&
   (f.continuation_delivery === "none" || f.continuation_delivery === "acknowledged") &&
   (f.spec?.parent_held_id === undefined || f.parent_reported === true)
+
+/** The principals that edited a call so far (each a proposer of the generation it made). */
+export const editorsOf = (spec: HeldCallFacts["spec"]): ReadonlyArray<string> =>
+  spec?.edited_by === undefined ? [] : (spec.edited_by.editors ?? [spec.edited_by.witness])

@@ -241,6 +241,12 @@ const requeueFor = (f: HeldCallFacts, ctx: ReconcileContext): number | null => {
 
 const sameRule = (a: WitnessRule | null, b: WitnessRule): boolean => a !== null && JSON.stringify(a) === JSON.stringify(b)
 
+/** Classes and principals whose approval a contract counts (its rule and fallback route; not its vetoes or evidence terms). */
+export const approvingWitnesses = (c: WitnessContract): { classes: ReadonlyArray<string>; principals: ReadonlyArray<string> } => {
+  const rules = [c.rule, ...(c.fallback?.action === "route" ? [c.fallback.rule] : [])]
+  return { classes: [...new Set(rules.flatMap(classesOf))], principals: [...new Set(rules.flatMap(principalsOf))] }
+}
+
 /** Classes and principals a contract admits as witnesses (rule, fallback route and veto). */
 export const admittedWitnesses = (c: WitnessContract): { classes: ReadonlyArray<string>; principals: ReadonlyArray<string> } => {
   const rules = [c.rule, ...(c.fallback?.action === "route" ? [c.fallback.rule] : [])]

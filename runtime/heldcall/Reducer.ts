@@ -1,13 +1,22 @@
 import type { HeldEvent, SequencedEvent } from "../schema/Events.js"
 import type { Evidence, HeldCallFacts } from "../schema/Facts.js"
-import { beforeDispatch, initialFacts } from "./Facts.js"
+import { beforeDispatch, editorsOf, initialFacts } from "./Facts.js"
 import { openDependencies, withDependency } from "./Dependencies.js"
+import { joinContracts, type WitnessContract } from "../schema/WitnessContract.js"
 
 /**
  * Folds one event into the facts. Pure: time and ids arrive inside the event. An event id
  * already folded leaves the facts unchanged (the reducer is the append-once guarantee).
  */
 /** What a new generation starts from: no verdict, contract or presentation yet; a ready call must be re-judged. */
+// The contract an edited call keeps: the one it was held with, joined with any an earlier edit kept.
+const editedContract = (f: HeldCallFacts): { contract?: WitnessContract } => {
+  const kept = f.spec?.edited_by?.contract
+  const held = f.witness_contract ?? undefined
+  const contract = kept === undefined ? held : held === undefined ? kept : joinContracts(kept, held)
+  return contract === undefined ? {} : { contract }
+}
+
 const generationStart = (f: HeldCallFacts) =>
   ({
     verdict: "pending",
@@ -93,7 +102,14 @@ const apply = (f: HeldCallFacts, e: HeldEvent): HeldCallFacts => {
           args: e.args,
           call_digest: e.call_digest,
           idempotency_key: `${f.held_id}:g${e.generation}`,
-          edited_by: { witness: e.witness, class: e.class, from_call_digest: e.from_call_digest, ...(e.reason !== undefined ? { reason: e.reason } : {}) }
+          edited_by: {
+            witness: e.witness,
+            class: e.class,
+            from_call_digest: e.from_call_digest,
+            ...(e.reason !== undefined ? { reason: e.reason } : {}),
+            editors: [...new Set([...editorsOf(f.spec), e.witness])],
+            ...editedContract(f)
+          }
         },
         ...generationStart(f)
       }

@@ -1,6 +1,7 @@
 import { Schema } from "effect"
 import { JsonObject } from "./Json.js"
 import { CallPreferences } from "./Requests.js"
+import { WitnessContract } from "./WitnessContract.js"
 
 /** One held call up a dependency chain: its id and the digest of the call it proposed. */
 export const Ancestor = Schema.Struct({ held_id: Schema.String, call_digest: Schema.String })
@@ -27,6 +28,23 @@ export const HeldCallSpec = Schema.Struct({
   /** The chain above this call, root first, ending with the parent; its length is this call's depth. */
   ancestors: Schema.optional(Schema.Array(Ancestor)),
   /** Set when a witness edited this generation's arguments (`call.edited`): who, and what it replaced. */
-  edited_by: Schema.optional(Schema.Struct({ witness: Schema.String, class: Schema.String, from_call_digest: Schema.String, reason: Schema.optional(Schema.String) }))
+  edited_by: Schema.optional(
+    Schema.Struct({
+      witness: Schema.String,
+      class: Schema.String,
+      from_call_digest: Schema.String,
+      reason: Schema.optional(Schema.String),
+      /**
+       * Every principal that edited the call, in order: each proposed an edited generation, so no
+       * approval of theirs counts for the call and no witness acting in their namespace does.
+       */
+      editors: Schema.optional(Schema.Array(Schema.String)),
+      /**
+       * The contract the call was held with when it was edited (joined across edits): an edited
+       * call is released only by it, whatever its new arguments would need on their own.
+       */
+      contract: Schema.optional(WitnessContract)
+    })
+  )
 })
 export type HeldCallSpec = typeof HeldCallSpec.Type

@@ -1,6 +1,6 @@
 import { Schema } from "effect"
-import { EvidenceTerm } from "./EvidenceTerm.js"
-import { WitnessRule } from "./WitnessRule.js"
+import { EvidenceTerm, joinTerms } from "./EvidenceTerm.js"
+import { joinRules, WitnessRule } from "./WitnessRule.js"
 
 export { WitnessRule } from "./WitnessRule.js"
 
@@ -41,4 +41,14 @@ export const routeAdmits = (route: WitnessRule, witness: string, classes: Readon
   if ("all" in route) return route.all.every((r) => routeAdmits(r, witness, classes))
   if ("any" in route) return route.any.some((r) => routeAdmits(r, witness, classes))
   return route.quorum.of.filter((r) => routeAdmits(r, witness, classes)).length >= route.quorum.n
+}
+
+/**
+ * Two contracts that must both hold, as one: both rules (`joinRules`), both sets of vetoes and
+ * evidence terms. Every approval set that meets the join meets each part.
+ */
+export const joinContracts = (a: WitnessContract, b: WitnessContract): WitnessContract => {
+  const evidence = joinTerms([a.evidence, b.evidence])
+  const veto = [...new Set([...(a.veto ?? []), ...(b.veto ?? [])])]
+  return { rule: joinRules([a.rule, b.rule]), ...(veto.length > 0 ? { veto } : {}), ...(evidence !== undefined ? { evidence } : {}), ...(a.summary ?? b.summary ? { summary: (a.summary ?? b.summary)! } : {}) }
 }

@@ -10,8 +10,9 @@ const jsonOf = (v: unknown): JsonValue => (v === null || v === undefined ? null 
 /**
  * `sql-readback`: runs the term's parameterized query (`query` with `$1`... and `values`) on the
  * connection the verifier's config names `connection` (a contract never carries a connection
- * string), inside a READ ONLY transaction with a statement timeout, as the read-only role that
- * connection logs in with. Reads `row_count` and the first rows.
+ * string), as one statement over the extended protocol (which refuses several), inside a READ
+ * ONLY transaction with a statement timeout, as the read-only role that connection logs in with
+ * (docs/verifiers.md). Reads `row_count` and the first rows.
  */
 export const sqlReadback = (connections: Readonly<Record<string, string>>, timeoutMs: number) => async (params: JsonObject): Promise<JsonObject> => {
   const name = params["connection"]
@@ -26,7 +27,10 @@ export const sqlReadback = (connections: Readonly<Record<string, string>>, timeo
   await client.connect()
   try {
     await client.query("BEGIN READ ONLY")
-    const r = await client.query(query, values as Array<unknown>)
+    // The extended protocol carries exactly one statement: `ROLLBACK; UPDATE ...` is refused by
+    // the server instead of leaving the read-only transaction.
+    const statement: pg.QueryConfig & { readonly queryMode: "extended" } = { text: query, values: values as Array<unknown>, queryMode: "extended" }
+    const r = await client.query(statement)
     await client.query("ROLLBACK")
     return { connection: name, row_count: r.rowCount ?? r.rows.length, rows: r.rows.slice(0, MaxRows).map((row: Record<string, unknown>) => Object.fromEntries(Object.entries(row).map(([k, v]) => [k, jsonOf(v)]))) }
   } catch (e) {

@@ -67,7 +67,11 @@ describe("edit on approve", () => {
     expect((await dave.request<{ status: number; disposition: string }>(Subjects.attest, late)).disposition).toBe("stale")
     expect(bank.effects).toBe(0)
 
+    // carol proposed the edited call: her own approval is recorded but releases nothing.
     expect((await carol.decide(h.held_id, "human")).disposition).toBe("accepted")
+    expect(await heldOf(h.held_id)).toMatchObject({ generation: 2, lifecycle: "open" })
+    expect(bank.effects).toBe(0)
+    expect((await dave.decide(h.held_id, "human")).disposition).toBe("accepted")
     const d = await alice.result(h.held_id, { sessionId: "s-edit", timeoutMs: 20_000 })
     expect(d).toMatchObject({ outcome: "completed", edited: { by: "user:carol", class: "human", args: { amount: 4_000 }, from_call_digest: h.call_digest, reason: "the invoice says 4,000" } })
     await eventually(async () => bank.effects === 1)
@@ -96,5 +100,31 @@ describe("edit on approve", () => {
       })
     const stream = await copyStream(kernelConn, original, forge)
     expect(failedChecks(await replayAs(nats.servers, "kernel", { stream, factsBucket: null }))).toContain("attestation-binding")
+  })
+
+  it("attack: compliance:zoe, admitted only as a veto, edits a 2,500 transfer into 900 to her own account -> refused, nothing runs", async () => {
+    const zoe = clientFor(witnessConn, "compliance:zoe")
+    const h = await transfer(2_500)
+    const before = bank.effects
+    const r = await zoe.edit(h.held_id, "compliance", { from: "edit-zoe", to: "zoe", amount: 900 })
+    expect(r).toMatchObject({ status: 422, reason: expect.stringContaining("only an approver may edit") })
+    expect(await heldOf(h.held_id)).toMatchObject({ generation: 1, lifecycle: "open", args: { amount: 2_500 } })
+    expect(bank.effects).toBe(before)
+  })
+
+  it("attack: carol, a human, edits a 2,500 transfer into 900 (under the threshold) -> the edited call is held for the full contract and never runs on carol alone", async () => {
+    const h = await transfer(2_500)
+    const before = bank.effects
+    const r = await carol.edit(h.held_id, "human", { from: "edit-carol", to: "carol", amount: 900 })
+    expect(r).toMatchObject({ status: 202, generation: 2 })
+    await eventually(async () => (await heldOf(h.held_id)).verdict === "REQUIRE_WITNESS")
+    expect(await heldOf(h.held_id)).toMatchObject({ generation: 2, lifecycle: "open", verdict: "REQUIRE_WITNESS", args: { amount: 900 } })
+    expect((await carol.decide(h.held_id, "human")).disposition).toBe("accepted")
+    expect(await heldOf(h.held_id)).toMatchObject({ generation: 2, lifecycle: "open" })
+    expect(bank.effects).toBe(before)
+    // An independent human releases it: exactly the edited digest runs, once.
+    expect((await dave.decide(h.held_id, "human")).disposition).toBe("accepted")
+    await eventually(async () => bank.effects === before + 1)
+    expect([...bank.byKey.values()].map((t) => t.amount)).toContain(900)
   })
 })

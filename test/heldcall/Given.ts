@@ -106,6 +106,8 @@ export interface Statement {
   readonly reason?: string
   /** What an `evidence` statement read for a contract term. */
   readonly evidence?: EvidenceRecord
+  /** The call digest it binds (default: the generation's `digestOf`). */
+  readonly callDigest?: string
 }
 
 /** One attestation event (accepted or rejected) for a statement. */
@@ -117,7 +119,7 @@ export const attestation = (s: Statement): EventOf<"attestation.accepted"> | Eve
   const nonce = s.nonce ?? `${s.witness}|${s.class ?? ""}|${s.decision}|${issued_at}|${s.expiresMs ?? ""}|g${generation}|${contractDigest(contract)}|${s.rejected ?? ""}`
   const digest = sha256Hex(nonce)
   const klass = s.class ?? Registry[s.witness]?.[0] ?? "unknown"
-  const payload = { op: "attest", principal: s.witness, class: klass, held_id: HeldId, generation, call_digest: digestOf(generation), contract_digest: contractDigest(contract), decision: s.decision, issued_at, expires_at, nonce }
+  const payload = { op: "attest", principal: s.witness, class: klass, held_id: HeldId, generation, call_digest: s.callDigest ?? digestOf(generation), contract_digest: contractDigest(contract), decision: s.decision, issued_at, expires_at, nonce }
   if (s.rejected !== undefined) {
     return {
       type: "attestation.rejected",
@@ -143,7 +145,7 @@ export const attestation = (s: Statement): EventOf<"attestation.accepted"> | Eve
     class: klass,
     decision: s.decision,
     attestation_digest: digest,
-    call_digest: digestOf(generation),
+    call_digest: s.callDigest ?? digestOf(generation),
     contract_digest: contractDigest(contract),
     issued_at,
     expires_at,
@@ -314,7 +316,7 @@ export interface Expected {
  */
 export const givenCall = (...events: ReadonlyArray<HeldEvent>) => whenOn(given(...events))
 
-const whenOn = (facts: HeldCallFacts) => ({
+export const whenOn = (facts: HeldCallFacts) => ({
   facts,
   when: (command: Command, ctx: DecideContext = decideCtxAt(1_000)) => {
     const decision = decide(command, facts, ctx)

@@ -7,6 +7,8 @@ import { callDigest, jcsDigest } from "../../schema/Canonical.js"
 import { EventIds } from "../EventIds.js"
 import type { WitnessRegistry } from "../Counting.js"
 import { judgeWitnessBinding } from "./WitnessBinding.js"
+import { approvingWitnesses } from "../Reconciler.js"
+import { isReservedTool } from "../../schema/Profile.js"
 import { answer, atOf, type DecideContext, type Decision } from "./Decision.js"
 
 /** `wk.v1.held.edit`: a witness's changed arguments for the call it was shown. */
@@ -17,13 +19,15 @@ export interface Edit {
 }
 
 /**
- * Edit on approve. A witness the contract admits (registered with the class it signs as,
- * independent of the proposer), bound to the current generation, call and contract of a held,
- * undispatched call, proposes other arguments for the same tool: they become the next generation
- * (`call.edited`), adjudicated from the start, its earlier evidence void. The edit approves
- * nothing: only an approval bound to the edited call's digest releases it, and the delivery tells
- * the agent who edited what. The same signed edit again is a duplicate; an edit to the same
- * arguments is refused.
+ * Edit on approve. A witness the contract admits as an approver (registered with the class it
+ * signs as, independent of the proposer; never a veto-only or evidence-only class), bound to the
+ * current generation, call and contract of a held, undispatched call, proposes other arguments for
+ * the same tool: they become the next generation (`call.edited`), adjudicated from the start, its
+ * earlier evidence void. The edited call is a proposal of its editor as well as of the agent: it
+ * is released only by the contract it was held with (joined with whatever its own arguments
+ * need), never on an ALLOW alone, and no approval of an editor's counts for it. The delivery
+ * tells the agent who edited what. A `kernel_*` call (a policy change) is never edited. The same
+ * signed edit again is a duplicate; an edit to the same arguments is refused.
  */
 export const decideEdit = (f: HeldCallFacts, { payload: p, envelope }: Edit, ctx: DecideContext): Decision => {
   const spec = f.spec
@@ -56,8 +60,13 @@ export const decideEdit = (f: HeldCallFacts, { payload: p, envelope }: Edit, ctx
  * `decideEdit` applies, and the auditor applies again to every recorded edit.
  */
 export const judgeEdit = (f: HeldCallFacts, p: EditPayload, envelope: Envelope, registry: WitnessRegistry, now: number): Reply | null => {
+  if (f.spec !== null && isReservedTool(f.spec.tool)) return { status: 422, disposition: "invalid", reason: `a ${f.spec.tool} call is not edited: propose the change again, whole` }
   const refused = judgeWitnessBinding(f, p, envelope, registry, now, "edit")
   if (refused !== null) return refused
+  // An edit proposes a call; only a principal whose approval the contract counts may propose one.
+  const approvers = approvingWitnesses(f.witness_contract!)
+  if (!approvers.classes.includes(p.class) && !approvers.principals.includes(p.principal))
+    return { status: 422, disposition: "invalid", reason: `class '${p.class}' may not edit: the contract admits it only to veto or give evidence, and only an approver may edit` }
   if (callDigest(f.spec!.tool, p.args) === f.spec!.call_digest) return conflict("same_call", "the edit proposes the arguments the call already has; approve it instead")
   return null
 }
