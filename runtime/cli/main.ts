@@ -39,6 +39,7 @@ const registry: ReadonlyArray<{ name: string; summary: string; load: () => Promi
   { name: "route", summary: "run witness routes: deliver witness requests by signed webhook, chat or email, with retries", load: async () => (await import("./RouteCommand.js")).routeCommand as AnyCommand },
   { name: "verifier", summary: "run a verifier: check held calls' evidence terms (git ancestry, SQL read-back) and attest what it read", load: async () => (await import("./VerifierCommand.js")).verifierCommand as AnyCommand },
   { name: "mcp", summary: "govern upstream MCP servers: an MCP server whose tool calls go through the kernel", load: async () => (await import("./McpCommand.js")).mcpCommand as AnyCommand },
+  { name: "demo", summary: "the demo bank of wk start: reset puts every balance back", load: async () => (await import("./DemoCommands.js")).demoCommand as AnyCommand },
   { name: "nats", summary: "nats.conf helpers: the users entry of a tool service (tool-user)", load: async () => (await import("./NatsUsers.js")).natsCommand as AnyCommand }
 ]
 

@@ -33,16 +33,26 @@ export class DemoBank {
   /** How many invoke requests arrived per idempotency key. */
   readonly invocations = new Map<string, number>()
   private subs: Array<Subscription> = []
+  private stopFollowing: () => void = () => undefined
 
   constructor(private readonly opts: DemoBankOptions = {}) {}
 
-  /** Reads the books back from the ledger (balances and applied keys); call before `serve`. */
+  /**
+   * Reads the books back from the ledger (balances and applied keys) and follows its resets
+   * (`wk demo reset`: every balance back to the opening one); call before `serve`.
+   */
   async restore(): Promise<this> {
     if (this.opts.ledger === undefined) return this
     const { balances, transfers } = await this.opts.ledger.load()
     for (const [a, b] of balances) this.balances.set(a, b)
     for (const [k, t] of transfers) this.byKey.set(k, t)
+    this.stopFollowing = await this.opts.ledger.onReset(() => this.resetBalances())
     return this
+  }
+
+  /** Every account back at its opening balance; applied transfers stay remembered by key. */
+  resetBalances(): void {
+    this.balances.clear()
   }
 
   balance(account: string): number {
@@ -130,6 +140,7 @@ export class DemoBank {
   stop(): void {
     for (const s of this.subs) s.unsubscribe()
     this.subs = []
+    this.stopFollowing()
   }
 }
 
