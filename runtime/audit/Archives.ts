@@ -2,7 +2,7 @@ import { Effect, Either, Schema } from "effect"
 import { gunzipSync } from "node:zlib"
 import type { Nats } from "../ledger/Nats.js"
 import { openObjectReader, type ObjectReader } from "../ledger/ObjectReader.js"
-import { ArchiveRecord, decodeArchiveLines } from "../schema/Archive.js"
+import { ArchiveRecord, archiveRecordSigned, decodeArchiveLines } from "../schema/Archive.js"
 import { sha256Hex } from "../schema/Canonical.js"
 import type { Violation } from "./AuditReport.js"
 import type { RawMessage } from "./StreamReader.js"
@@ -20,6 +20,8 @@ export interface ArchivedEvents {
   readonly records: number
   /** How many distinct commits the verified archives hold. */
   readonly commits: number
+  /** Each record's stream sequence and the key that signed it (undefined: unsigned). */
+  readonly signers: ReadonlyArray<{ readonly seq: number; readonly key: string | undefined }>
   readonly violations: ReadonlyArray<Violation>
 }
 
@@ -39,13 +41,23 @@ export const readArchives = (stream: string, prefix: string, only?: string): Eff
     const recordsRead = yield* Effect.either(readSubject(stream, `${prefix}_archive`))
     if (Either.isLeft(recordsRead)) {
       violations.push({ check: "archive", held_id: "", seqs: [], message: `cannot read the archive records of ${stream}: ${recordsRead.left.message}` })
-      return { byHeld: new Map(), seqs, records: 0, commits: 0, violations }
+      return { byHeld: new Map(), seqs, records: 0, commits: 0, signers: [], violations }
     }
     const records: Array<ArchiveRecord & { seq: number }> = []
+    const signers: Array<{ seq: number; key: string | undefined }> = []
     for (const m of recordsRead.right) {
       const r = decodeRecord(text.decode(m.data))
-      if (Either.isRight(r)) records.push({ ...r.right, seq: m.seq })
-      else violations.push({ check: "archive", held_id: "_archive", seqs: [m.seq], message: `an archive record does not decode: ${r.left.message.slice(0, 200)}` })
+      if (Either.isLeft(r)) {
+        violations.push({ check: "archive", held_id: "_archive", seqs: [m.seq], message: `an archive record does not decode: ${r.left.message.slice(0, 200)}` })
+        continue
+      }
+      // A signature that does not verify authorizes nothing: the sequences it names stay unexplained.
+      if ((r.right.sig !== undefined || r.right.key !== undefined) && !archiveRecordSigned(r.right)) {
+        violations.push({ check: "archive", held_id: "_archive", seqs: [m.seq], message: `archive record seq ${m.seq}'s signature does not verify under its key: it authorizes no purge` })
+        continue
+      }
+      records.push({ ...r.right, seq: m.seq })
+      signers.push({ seq: m.seq, key: r.right.key })
     }
     for (const r of records) for (const c of r.calls) for (const s of c.seqs) seqs.add(s)
     const stores = new Map<string, ObjectReader | string>()
@@ -112,5 +124,5 @@ export const readArchives = (stream: string, prefix: string, only?: string): Eff
     }
     const out = new Map<string, ReadonlyArray<RawMessage>>()
     for (const [heldId, m] of byHeld) out.set(heldId, [...m.values()].sort((a, b) => a.seq - b.seq))
-    return { byHeld: out, seqs, records: records.length, commits, violations }
+    return { byHeld: out, seqs, records: records.length, commits, signers, violations }
   })

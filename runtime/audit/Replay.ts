@@ -250,6 +250,16 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
     // A selection reads only its calls: rotation records are read on their own subject then.
     const rotations = wholeStreamSelected(selection) ? rotationMsgs : yield* readSubject(stream, `${layout.prefix}${KeyRotationSubject}`)
     const kernelKeys = options.trust !== undefined && options.trust.kernel_keys.length > 0 ? kernelKeysOf(options.trust.kernel_keys, rotations) : undefined
+    // A purge is authorized by a record the kernel signed: with the root's kernel keys, any other
+    // record's purge is a violation (an attacker who may purge cannot also sign).
+    let unsignedArchives = 0
+    for (const r of archived.signers) {
+      if (kernelKeys === undefined) {
+        if (r.key === undefined) unsignedArchives++
+      } else if (r.key === undefined || !kernelKeys.trusts(r.key, r.seq)) {
+        archiveViolations.push({ check: "archive", held_id: "_archive", seqs: [r.seq], message: `archive record seq ${r.seq} is ${r.key === undefined ? "unsigned" : "signed by a key the trust root does not list as a kernel key"}: the purge it names is not authorized` })
+      }
+    }
     const chains = tally()
     const chainGaps = { unchained: 0, unsigned: 0, unanchored: 0 }
     const storeSkewMs = options.storeSkewMs ?? DefaultStoreSkewMs
@@ -358,7 +368,7 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
         checked: archived.records,
         violations: archiveViolations,
         unverified: [],
-        note: `${archived.records} archive(s) verified against their SHA-256; ${archivedCommits} archived commit(s) replayed`
+        note: `${archived.records} archive(s) verified against their SHA-256; ${archivedCommits} archived commit(s) replayed${unsignedArchives > 0 ? `; ${unsignedArchives} archive record(s) unsigned (pass --trust with kernel_keys to require signed purges)` : ""}`
       },
       withViolations(chains.result("commit-chain", chainNote(chainGaps, kernelKeys !== undefined)), kernelKeys?.violations ?? []),
       checkpointCheck,

@@ -143,6 +143,13 @@ const useDevKernelKey = Effect.gen(function* () {
   yield* Console.log(`commits signed with the development kernel key ${path} (public key ${key.right.publicKey}: a trust root's kernel_keys)`)
 })
 
+/** `--dev`: archiving runs as nats.conf's development `retention` login unless WK_RETENTION_USER names one. */
+const useDevRetentionLogin = (): void => {
+  if (process.env["WK_RETENTION_USER"] !== undefined && process.env["WK_RETENTION_USER"] !== "") return
+  process.env["WK_RETENTION_USER"] = "retention"
+  process.env["WK_RETENTION_PASS"] = "retention-dev"
+}
+
 /** The credentials a kernel started this way connects with: its own, and the demo bank's. */
 const credentialsOf = (url: string | undefined, withBank: boolean) => {
   const own = url === undefined || url === "" ? kernelCredentials : natsOptionsFromUrl(url, kernelCredentials)
@@ -160,6 +167,7 @@ export const startCommand = Command.make(
       const profiles = yield* loadProfileFiles(profilesPath)
       yield* checkDevCredentials(profiles, credentialsOf(url, !noBank), dev)
       if (dev) yield* useDevKernelKey
+      if (dev) useDevRetentionLogin()
       const ops = metricsPortOf(metricsPort, DefaultMetricsPort)
       if (url !== undefined && url !== "") return yield* serve(url, profiles, !noBank, ops)
       if (findNatsServer() === null) return yield* Effect.fail(new Error(MissingNatsServer))

@@ -5,11 +5,11 @@ import { DeliverPolicy } from "@nats-io/jetstream"
 import { Objm } from "@nats-io/obj"
 import { quiescent } from "../heldcall/Facts.js"
 import { reduce } from "../heldcall/Reducer.js"
-import { ArchiveBucket, ArchiveSubject, encodeArchiveLines, type ArchiveLine, type ArchiveRecord } from "../schema/Archive.js"
+import { ArchiveBucket, ArchiveSubject, encodeArchiveLines, signArchiveRecord, type ArchiveLine, type ArchiveRecord } from "../schema/Archive.js"
 import { sha256Hex } from "../schema/Canonical.js"
 import type { HeldCallFacts } from "../schema/Facts.js"
 import { Streams, Subjects } from "../schema/Subjects.js"
-import { decodeCommitBytes, sequencedEvents, type Commit } from "../schema/Commit.js"
+import { decodeCommitBytes, sequencedEvents, type Commit, type CommitKey } from "../schema/Commit.js"
 import { LedgerError } from "./LedgerError.js"
 import { Nats } from "./Nats.js"
 
@@ -81,9 +81,11 @@ export const scanOldCalls = (fromSeq: number, cutoff: number, limit: number) =>
  * record with the object's SHA-256 is appended to `WK_EVENTS`; then each call's commits up to
  * the last archived one are purged from `WK_EVENTS` (a commit appended meanwhile stays). A
  * crash between the record and the purge leaves the commits in both places; the next pass
- * archives them again, and the auditor takes each sequence once (the copies must agree).
+ * archives them again, and the auditor takes each sequence once (the copies must agree). With
+ * `key` (the kernel's signing key) the record is signed: an auditor then holds the purge to it.
+ * The purge needs the retention login (nats.conf): the kernel's own may not purge `WK_EVENTS`.
  */
-export const archiveCalls = (heldIds: ReadonlyArray<string>, cutoff: number, by: string) =>
+export const archiveCalls = (heldIds: ReadonlyArray<string>, cutoff: number, by: string, key?: CommitKey) =>
   Effect.gen(function* () {
     const { nc, publish, jsm } = yield* Nats
     const chosen: Array<{ heldId: string; commits: ReadonlyArray<StoredCommit>; events: number }> = []
@@ -105,7 +107,7 @@ export const archiveCalls = (heldIds: ReadonlyArray<string>, cutoff: number, by:
     const lines = chosen.flatMap((c) => c.commits).sort((a, b) => a.seq - b.seq)
     const stored = gzipSync(encodeArchiveLines(lines))
     const archiveId = `a_${lines[0]!.seq}_${Date.now().toString(36)}_${randomBytes(3).toString("hex")}`
-    const record: ArchiveRecord = {
+    const body: ArchiveRecord = {
       type: "archive.written",
       archive_id: archiveId,
       bucket: ArchiveBucket,
@@ -118,6 +120,7 @@ export const archiveCalls = (heldIds: ReadonlyArray<string>, cutoff: number, by:
       at: new Date().toISOString(),
       by
     }
+    const record = key === undefined ? body : signArchiveRecord(body, key)
     yield* Effect.tryPromise({
       try: async () => {
         const os = await new Objm(nc).open(ArchiveBucket)

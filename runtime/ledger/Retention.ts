@@ -19,6 +19,25 @@ export interface RetentionConfig {
   readonly archiveIntervalMs: number
   /** Most held calls one archive object holds. */
   readonly archiveBatch: number
+  /**
+   * The NATS login archiving runs as (`WK_RETENTION_USER`, `WK_RETENTION_PASS`; nats.conf
+   * `retention`): the only login that may purge `WK_EVENTS`. Without one the kernel does not
+   * archive (its own login cannot purge).
+   */
+  readonly login?: RetentionLogin
+}
+
+/** A NATS user and password. */
+export interface RetentionLogin {
+  readonly user: string
+  readonly pass: string
+}
+
+/** The retention login from `WK_RETENTION_USER` and `WK_RETENTION_PASS`, when set. */
+export const retentionLoginFromEnv = (): RetentionLogin | undefined => {
+  const user = process.env["WK_RETENTION_USER"]
+  if (user === undefined || user === "") return undefined
+  return { user, pass: process.env["WK_RETENTION_PASS"] ?? "" }
 }
 
 const GiB = 1024 * 1024 * 1024
@@ -50,5 +69,8 @@ export const retentionOf = (overrides: Partial<RetentionConfig> = {}): Retention
   sessionsMaxAgeMs: overrides.sessionsMaxAgeMs ?? fromEnv("WK_SESSIONS_MAX_AGE_MS", DefaultRetention.sessionsMaxAgeMs),
   archiveAfterMs: overrides.archiveAfterMs ?? fromEnv("WK_ARCHIVE_AFTER_MS", DefaultRetention.archiveAfterMs),
   archiveIntervalMs: overrides.archiveIntervalMs ?? fromEnv("WK_ARCHIVE_INTERVAL_MS", DefaultRetention.archiveIntervalMs),
-  archiveBatch: overrides.archiveBatch ?? fromEnv("WK_ARCHIVE_BATCH", DefaultRetention.archiveBatch)
+  archiveBatch: overrides.archiveBatch ?? fromEnv("WK_ARCHIVE_BATCH", DefaultRetention.archiveBatch),
+  ...withLogin("login" in overrides ? overrides.login : retentionLoginFromEnv())
 })
+
+const withLogin = (login: RetentionLogin | undefined): { readonly login?: RetentionLogin } => (login === undefined ? {} : { login })

@@ -1,4 +1,7 @@
 import { Schema } from "effect"
+import { canonicalize } from "./Canonical.js"
+import type { CommitKey } from "./Commit.js"
+import { ed25519Sign, ed25519Verify } from "./Ed25519.js"
 
 /** The object store bucket archives of ended held calls are written to. */
 export const ArchiveBucket = "wk_archive"
@@ -26,6 +29,11 @@ export type ArchivedCall = typeof ArchivedCall.Type
  * in the commit's `events`. Commits are archived whole, not split into events, so the archived
  * bytes are the stored bytes and anything that covers a commit (a digest, a signature) still
  * verifies from the archive.
+ *
+ * The record is what authorizes the purge that follows it: a kernel with a signing key signs it
+ * (`key`, `sig`: ed25519 over the JCS of the record without `sig`), and the next checkpoint covers
+ * it; an auditor holding the kernel's keys counts a purged sequence as archived only under a
+ * record one of them signed.
  */
 export const ArchiveRecord = Schema.Struct({
   type: Schema.Literal("archive.written"),
@@ -38,9 +46,27 @@ export const ArchiveRecord = Schema.Struct({
   events: Schema.Int,
   calls: Schema.Array(ArchivedCall),
   at: Schema.String,
-  by: Schema.String
+  by: Schema.String,
+  key: Schema.optional(Schema.String),
+  sig: Schema.optional(Schema.String)
 })
 export type ArchiveRecord = typeof ArchiveRecord.Type
+
+/** What an archive record's signature covers: the JCS of the record without `sig`. */
+const archiveSigningBytes = (r: ArchiveRecord): Uint8Array => {
+  const { sig: _, ...rest } = r
+  return Buffer.from(canonicalize(rest))
+}
+
+/** The record signed with the kernel's key. */
+export const signArchiveRecord = (r: Omit<ArchiveRecord, "key" | "sig">, key: CommitKey): ArchiveRecord => {
+  const unsigned = { ...r, key: key.publicKey }
+  return { ...unsigned, sig: Buffer.from(ed25519Sign(archiveSigningBytes(unsigned), key.secretKey)).toString("base64") }
+}
+
+/** Whether a record carries a signature and it verifies under its `key`. */
+export const archiveRecordSigned = (r: ArchiveRecord): boolean =>
+  r.key !== undefined && r.sig !== undefined && ed25519Verify(archiveSigningBytes(r), Buffer.from(r.sig, "base64"), Buffer.from(r.key, "base64"))
 
 /** One line of an archive object, as parsed (the commit stays raw JSON text for the auditor to decode). */
 export interface ArchiveLine {

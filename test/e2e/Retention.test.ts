@@ -41,7 +41,7 @@ let kernelConn: NatsConnection
 let alice: WitnessClient
 let carol: WitnessClient
 
-const retention = { ...DefaultRetention, archiveAfterMs: 300, archiveIntervalMs: 200, archiveBatch: 50, eventsMaxBytes: 64 * 1024 * 1024, sessionsMaxAgeMs: 60 * 60 * 1000 }
+const retention = { ...DefaultRetention, archiveAfterMs: 300, archiveIntervalMs: 200, archiveBatch: 50, eventsMaxBytes: 64 * 1024 * 1024, sessionsMaxAgeMs: 60 * 60 * 1000, login: Roles.retention }
 
 let n = 0
 const transfer = (amount: number) =>

@@ -26,6 +26,8 @@ export const TestEchoTools = [
 export const Roles = {
   kernel: { user: "kernel", pass: "kernel-dev" },
   provisioner: { user: "provisioner", pass: "provisioner-dev" },
+  /** Archiving: the only login that may purge WK_EVENTS. */
+  retention: { user: "retention", pass: "retention-dev" },
   agent: { user: "agent", pass: "agent-dev" },
   witness: { user: "witness", pass: "witness-dev" },
   /** The shared tool login: it serves nothing (each tool service has its own user). */
