@@ -25,7 +25,7 @@ const fieldValue = (flag: string, text: string) => {
 }
 
 /** The argument bounds the flags give, one entry per field. */
-const argBounds = (o: { eq: ReadonlyArray<string>; oneOf: ReadonlyArray<string>; max: ReadonlyArray<string>; min: ReadonlyArray<string> }) =>
+const argBounds = (o: { eq: ReadonlyArray<string>; oneOf: ReadonlyArray<string>; max: ReadonlyArray<string>; min: ReadonlyArray<string>; any: ReadonlyArray<string> }) =>
   Effect.gen(function* () {
     const out: Record<string, { -readonly [K in keyof ArgBound]: ArgBound[K] }> = {}
     const at = (f: string) => (out[f] ??= {})
@@ -44,6 +44,7 @@ const argBounds = (o: { eq: ReadonlyArray<string>; oneOf: ReadonlyArray<string>;
         at(f)[flag] = v
       }
     }
+    for (const f of o.any) at(f).any = true
     return out
   })
 
@@ -75,6 +76,7 @@ const grantCommand = Command.make(
     oneOf: bounds("in", "an argument that must be one of VALUE (comma-separated)"),
     max: bounds("max", "a numeric argument at most VALUE"),
     min: bounds("min", "a numeric argument at least VALUE"),
+    any: Options.text("any").pipe(Options.repeated, Options.withDescription("an argument left free, explicitly (FIELD; repeatable): a call argument the grant neither bounds nor names here puts the call outside it")),
     hours: Options.float("hours").pipe(Options.withDescription("how long it stands, from now (at most 720)")),
     uses: Options.integer("uses").pipe(Options.withDescription("the most calls it approves (1-1000)")),
     id: Options.text("id").pipe(Options.optional, Options.withDescription("the grant's id (default: a new random one)")),

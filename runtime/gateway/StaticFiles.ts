@@ -14,6 +14,7 @@ const files: Record<string, string> = {
   "/inbox/jcs.js": join(repoRoot, "runtime/gateway/inbox/jcs.js"),
   "/inbox/words.js": join(repoRoot, "runtime/gateway/inbox/words.js"),
   "/inbox/batch.js": join(repoRoot, "runtime/gateway/inbox/batch.js"),
+  "/inbox/standing.js": join(repoRoot, "runtime/gateway/inbox/standing.js"),
   "/inbox/inbox.css": join(repoRoot, "runtime/gateway/inbox/inbox.css"),
   "/openapi.json": join(repoRoot, "docs/openapi.json")
 }

@@ -4,7 +4,7 @@ import type { HeldCallFacts } from "../schema/Facts.js"
 import type { JsonObject, JsonValue } from "../schema/Json.js"
 import { canonicalize } from "../schema/Canonical.js"
 import { routeAdmits } from "../schema/WitnessContract.js"
-import { MaxStandingMs, type ArgBound, type StandingGrantPayload, type StandingRecord, type StandingScope, type StandingUse } from "../schema/StandingGrant.js"
+import { argNameProblem, MaxStandingMs, type ArgBound, type StandingGrantPayload, type StandingRecord, type StandingScope, type StandingUse } from "../schema/StandingGrant.js"
 import { finalNoOf, sharedNamespace, type WitnessRegistry } from "./Counting.js"
 import { beforeDispatch, canonicalCall } from "./Facts.js"
 import { admittedWitnesses } from "./Reconciler.js"
@@ -20,6 +20,7 @@ import { SkewMs } from "./decide/Decision.js"
 const isReserved = (tool: string): boolean => tool.startsWith("kernel_")
 
 const boundHolds = (b: ArgBound, v: JsonValue | undefined): boolean => {
+  if (b.any === true) return true
   if (b.eq !== undefined && (v === undefined || canonicalize(v) !== canonicalize(b.eq))) return false
   if (b.in !== undefined && (v === undefined || !b.in.some((x) => canonicalize(x) === canonicalize(v)))) return false
   if (b.max !== undefined && (typeof v !== "number" || v > b.max)) return false
@@ -27,12 +28,20 @@ const boundHolds = (b: ArgBound, v: JsonValue | undefined): boolean => {
   return true
 }
 
-/** Why a call with `tool` and `args` by `proposer` is outside a scope, or null when it is inside. */
+/**
+ * Why a call with `tool` and `args` by `proposer` is outside a scope, or null when it is inside:
+ * every bound holds, and every argument of the call is one the scope bounds (or leaves free with
+ * `any: true`). An argument the grant does not name was never shown bounded to its witness.
+ */
 export const outsideScope = (scope: StandingScope, proposer: string, tool: string, args: JsonObject): string | null => {
   if (!scope.principals.includes(proposer)) return `the grant does not cover calls by ${proposer}`
   if (scope.tool !== tool) return `the grant covers ${scope.tool}, not ${tool}`
-  for (const [field, bound] of Object.entries(scope.args ?? {})) {
+  const bounds = scope.args ?? {}
+  for (const [field, bound] of Object.entries(bounds)) {
     if (!boundHolds(bound, args[field])) return `argument ${field} is outside the grant's bound ${JSON.stringify(bound)}`
+  }
+  for (const field of Object.keys(args)) {
+    if (!Object.hasOwn(bounds, field)) return `argument ${field} is not bounded by the grant (a grant bounds every argument, or leaves one free with any: true)`
   }
   return null
 }
@@ -41,7 +50,8 @@ export const outsideScope = (scope: StandingScope, proposer: string, tool: strin
  * Why a signed grant may not be recorded (null: it may): bounded (expires within
  * `MaxStandingMs`, not already expired, not issued in the future), from a witness registered with
  * its class, not for a reserved `kernel_*` tool, covering only other principals (a grant for oneself, or for a principal in one's own
- * session namespace, approves nothing), and every bound well formed.
+ * session namespace, approves nothing), and every bound well formed: at least one of eq, in, max,
+ * min, or `any: true` alone (an argument left free is left free explicitly).
  */
 export const judgeStandingGrant = (p: StandingGrantPayload, registry: WitnessRegistry, now: number): string | null => {
   const expires = Date.parse(p.expires_at)
@@ -57,7 +67,11 @@ export const judgeStandingGrant = (p: StandingGrantPayload, registry: WitnessReg
     if (ns !== undefined && ns === registry.namespaceOf?.(agent)) return `scope.principals names ${agent}, which acts in the granting witness's session namespace '${ns}'`
   }
   for (const [field, b] of Object.entries(p.scope.args ?? {})) {
-    if (b.eq === undefined && b.in === undefined && b.max === undefined && b.min === undefined) return `scope.args.${field} bounds nothing: give eq, in, max or min`
+    const badName = argNameProblem(field)
+    if (badName !== null) return `scope.args names an argument ${JSON.stringify(field)} that ${badName}`
+    const given = [b.eq !== undefined, b.in !== undefined, b.max !== undefined, b.min !== undefined].filter(Boolean).length
+    if (b.any === true && given > 0) return `scope.args.${field}: any: true leaves the argument free; give it alone, or bound the argument without it`
+    if (b.any !== true && given === 0) return `scope.args.${field} bounds nothing: give eq, in, max or min (or any: true to leave it free, explicitly)`
     if (b.max !== undefined && b.min !== undefined && b.min > b.max) return `scope.args.${field}: min is above max`
   }
   return null

@@ -12,22 +12,38 @@ export const MaxStandingUses = 1_000
 export const GrantId = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_-]{1,64}$/, { message: () => "a grant_id is 1-64 letters, digits, '_' or '-'" }))
 
 /**
- * A bound on one argument of the call: equal to a value, one of a list, a number at most or at
- * least a bound. Every bound given must hold; an argument the scope does not name is not bound.
+ * A bound on one argument of the call: equal to a value, one of a list (values compared as
+ * canonical JSON, so an object or array is bounded whole), a number at most or at least a bound,
+ * or `any: true`, which leaves the argument free and says so. Every bound given must hold. A call
+ * argument the scope does not name puts the call outside the scope: a grant bounds every
+ * argument, or names the ones it leaves free.
  */
 export const ArgBound = Schema.Struct({
   eq: Schema.optional(JsonValue),
   in: Schema.optional(Schema.Array(JsonValue).pipe(Schema.minItems(1), Schema.maxItems(100))),
   max: Schema.optional(Schema.Number),
-  min: Schema.optional(Schema.Number)
+  min: Schema.optional(Schema.Number),
+  any: Schema.optional(Schema.Literal(true))
 })
 export type ArgBound = typeof ArgBound.Type
 
-/** The calls a standing approval covers: proposed by one of `principals`, of `tool`, with arguments inside `args`. */
+/**
+ * Why `name` cannot name an argument in a scope (null: it can): any name a call may carry, 1-256
+ * characters without control characters. Checked when a grant is judged, not by the record's
+ * key schema, which would drop such a key silently instead of refusing the grant.
+ */
+export const argNameProblem = (name: string): string | null =>
+  // eslint-disable-next-line no-control-regex
+  name.length === 0 || name.length > 256 ? "is not 1-256 characters" : /[\u0000-\u001f\u007f]/.test(name) ? "has a control character" : null
+
+/**
+ * The calls a standing approval covers: proposed by one of `principals`, of `tool`, with every
+ * argument inside its bound in `args` (and no argument `args` does not name).
+ */
 export const StandingScope = Schema.Struct({
   principals: Schema.Array(Principal).pipe(Schema.minItems(1), Schema.maxItems(100)),
   tool: ToolName,
-  args: Schema.optional(Schema.Record({ key: Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_]{1,64}$/)), value: ArgBound }))
+  args: Schema.optional(Schema.Record({ key: Schema.String, value: ArgBound }))
 })
 export type StandingScope = typeof StandingScope.Type
 

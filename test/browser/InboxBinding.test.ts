@@ -25,9 +25,9 @@ afterAll(async () => {
 
 let n = 0
 /** agent:alice proposes (or, with the same `callId` while held, supersedes) a transfer. */
-const proposeAs = async (callId: string, to: unknown, amount: number) => {
+const proposeAs = async (callId: string, to: unknown, amount: number, status = 202) => {
   const r = await post(`${h.url}/tool-calls`, signedAs("agent:alice", { op: "propose", session_id: "s-binding", turn_id: "t1", call_id: callId, tool: "money_transfer", args: { from: "alice", to, amount }, nonce: randomBytes(12).toString("hex"), expires_at: new Date(Date.now() + 300_000).toISOString() }))
-  expect(r.status).toBe(202)
+  expect(r.status, JSON.stringify(r.body)).toBe(status)
   return { heldId: String(r.body["held_id"]), generation: Number(r.body["generation"]) }
 }
 const view = async (id: string) => (await getAs(h.url, "agent:alice", `/held/${id}`)).body["held"] as Record<string, any>
@@ -111,6 +111,41 @@ describe("the inbox signs what the person saw", () => {
     expect(await page.textContent("#changed-notice")).toContain("generation 1 → 2")
     expect(await page.textContent("#detail-title")).toContain("to mallory")
     expect((await view(target.heldId)).evidence).toEqual([])
+    await page.context().close()
+  }, 90_000)
+
+  it("standing: 'approve calls like this' for a transfer to a recipient object bounds every argument, the object whole; a transfer to another recipient object is not approved", async () => {
+    const dave = { name: "dave", iban: "DE02 1203 0000 0000 2020 51" }
+    const shown = await proposeAs(`obj${++n}`, dave, 1_900)
+    const page = await openInbox(browser, h.url, "user:erin", "human")
+    await openHeld(page, shown.heldId)
+    await page.click("#more summary")
+    await page.waitForSelector('#standing-scope[data-offered="true"]')
+    // The scope the person reads names every argument and its bound.
+    expect(await page.textContent("#standing-scope")).toBe('covers money_transfer by agent:alice with from = "alice", to = {"iban":"DE02 1203 0000 0000 2020 51","name":"dave"}, amount ≤ 1900')
+    await page.selectOption("#standing-hours", "1")
+    await page.fill("#standing-uses", "3")
+    await page.click("#standing-sign")
+    await page.waitForSelector('#attest-status[data-disposition="recorded"]')
+
+    const toMallory = await proposeAs(`obj${++n}`, { name: "mallory", iban: "GB33 BUKB 2020 1555 5555 55" }, 1_800)
+    const sameNameOtherIban = await proposeAs(`obj${++n}`, { ...dave, iban: "GB33 BUKB 2020 1555 5555 55" }, 1_800)
+    for (const c of [toMallory, sameNameOtherIban]) expect((await view(c.heldId)).evidence).toEqual([])
+    // The same recipient is inside: erin's standing approval releases it at once (the bank
+    // refuses an object payee, so it ends as a tool failure; the approval is what is judged here).
+    const like = await proposeAs(`obj${++n}`, { iban: dave.iban, name: dave.name }, 1_800, 200)
+    await eventually(async () => (await view(like.heldId)).evidence.some((e: { standing?: string }) => e.standing?.startsWith("inbox-")))
+    await page.context().close()
+  }, 90_000)
+
+  it("standing: not offered, with the reason, for a redacted call", async () => {
+    const r = await post(`${h.url}/tool-calls`, signedAs("agent:alice", { op: "propose", session_id: "s-binding", turn_id: "t1", call_id: `red${++n}`, tool: "money_transfer", args: { from: "alice", to: "dave", amount: 1_700 }, preferences: { disclosure: "redacted" }, nonce: randomBytes(12).toString("hex"), expires_at: new Date(Date.now() + 300_000).toISOString() }))
+    const page = await openInbox(browser, h.url, "user:erin", "human")
+    await openHeld(page, String(r.body["held_id"]))
+    await page.click("#more summary")
+    await page.waitForSelector('#standing-scope[data-offered="false"]')
+    expect(await page.textContent("#standing-scope")).toContain("not offered: the arguments are redacted")
+    expect(await page.isDisabled("#standing-sign")).toBe(true)
     await page.context().close()
   }, 90_000)
 })

@@ -57,7 +57,7 @@ afterAll(async () => {
 
 describe("wk standing", () => {
   it("grant from flags; a matching call is released by it; ls shows the use; revoke stops it", async () => {
-    const g = await wk("standing", "grant", "--principal", "user:carol", "--class", "human", "--tool", "money_transfer", "--for", "agent:alice", "--eq", "to=bob", "--max", "amount=5000", "--hours", "2", "--uses", "3", "--id", "cli-grant", "--reason", "payroll")
+    const g = await wk("standing", "grant", "--principal", "user:carol", "--class", "human", "--tool", "money_transfer", "--for", "agent:alice", "--eq", "from=a", "--eq", "to=bob", "--max", "amount=5000", "--hours", "2", "--uses", "3", "--id", "cli-grant", "--reason", "payroll")
     expect(g.code).toBe(0)
     expect(g.stdout).toContain("standing approval recorded")
     expect(g.stdout).toContain("uses        0 of 3")

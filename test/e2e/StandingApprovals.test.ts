@@ -26,7 +26,7 @@ let zoe: WitnessClient
 let root: WitnessClient
 
 const hours = (h: number) => new Date(Date.now() + h * 3_600_000)
-const toBob: StandingScope = { principals: ["agent:alice"], tool: "money_transfer", args: { to: { eq: "bob" }, amount: { max: 5_000 } } }
+const toBob: StandingScope = { principals: ["agent:alice"], tool: "money_transfer", args: { from: { any: true }, to: { eq: "bob" }, amount: { max: 5_000 } } }
 let n = 0
 const propose = async (who: WitnessClient, args: Record<string, unknown>, tool = "money_transfer") =>
   (await who.propose({ session_id: "s-standing", turn_id: "t1", call_id: `c${++n}`, tool, args: args as never })) as { status: number; held_id: string; verdict?: string }
@@ -95,7 +95,7 @@ describe("standing approvals", () => {
   })
 
   it("max_uses holds under concurrent holds: 8 calls at once, exactly 3 released by a 3-use grant", async () => {
-    const scope: StandingScope = { principals: ["agent:alice"], tool: "money_transfer", args: { to: { eq: "shop" } } }
+    const scope: StandingScope = { principals: ["agent:alice"], tool: "money_transfer", args: { from: { any: true }, to: { eq: "shop" }, amount: { any: true } } }
     expect((await carol.grantStanding({ grantId: "three-to-shop", class: "human", scope, maxUses: 3, expiresAt: hours(1) })).status).toBe(201)
     const before = bank.effects
     const calls = await Promise.all(Array.from({ length: 8 }, (_, i) => propose(alice, { from: `race-${i}`, to: "shop", amount: 1_500 })))
@@ -109,7 +109,7 @@ describe("standing approvals", () => {
   })
 
   it("never past a DENY: a call above the deny bound is denied although a grant covers its amount", async () => {
-    const scope: StandingScope = { principals: ["agent:alice"], tool: "money_transfer", args: { to: { eq: "whale" } } }
+    const scope: StandingScope = { principals: ["agent:alice"], tool: "money_transfer", args: { from: { any: true }, to: { eq: "whale" }, amount: { any: true } } }
     expect((await carol.grantStanding({ grantId: "whale", class: "human", scope, maxUses: 5, expiresAt: hours(1) })).status).toBe(201)
     const r = await propose(alice, { from: "acct-5", to: "whale", amount: 200_000 })
     expect(r.status).toBe(403)
@@ -117,7 +117,7 @@ describe("standing approvals", () => {
   })
 
   it("never past a veto: the grant's approval counts, and a compliance reject still denies the call", async () => {
-    const scope: StandingScope = { principals: ["agent:alice"], tool: "wire_transfer" }
+    const scope: StandingScope = { principals: ["agent:alice"], tool: "wire_transfer", args: { to: { any: true }, amount: { any: true } } }
     expect((await carol.grantStanding({ grantId: "wires", class: "human", scope, maxUses: 5, expiresAt: hours(1) })).status).toBe(201)
     const r = await propose(alice, { to: "offshore", amount: 10 }, "wire_transfer")
     expect(r.status).toBe(202)
@@ -127,7 +127,7 @@ describe("standing approvals", () => {
   })
 
   it("revoked: no later hold takes a use; only the granting witness or an admin may revoke", async () => {
-    const scope: StandingScope = { principals: ["agent:alice"], tool: "money_transfer", args: { to: { in: ["landlord"] } } }
+    const scope: StandingScope = { principals: ["agent:alice"], tool: "money_transfer", args: { from: { any: true }, to: { in: ["landlord"] }, amount: { any: true } } }
     expect((await carol.grantStanding({ grantId: "rent", class: "human", scope, maxUses: 12, expiresAt: hours(1) })).status).toBe(201)
     expect((await dave.revokeStanding("rent"))).toMatchObject({ status: 403 })
     expect(await carol.revokeStanding("rent", "moved out")).toMatchObject({ status: 200, disposition: "revoked", revoked_by: "user:carol" })

@@ -13,7 +13,7 @@ const grantOf = (over: Partial<StandingGrantPayload> = {}): StandingGrantPayload
   principal: "user:carol",
   class: "human",
   grant_id: "g1",
-  scope: { principals: ["agent:alice"], tool: "money_transfer", args: { to: { eq: "acct-b" }, amount: { max: 5_000 } } },
+  scope: { principals: ["agent:alice"], tool: "money_transfer", args: { from: { any: true }, to: { eq: "acct-b" }, amount: { max: 5_000 } } },
   max_uses: 2,
   issued_at: at(0),
   expires_at: at(7_200_000),

@@ -18,7 +18,7 @@ const grant: StandingGrantPayload = {
   principal: "user:carol",
   class: "human",
   grant_id: "race",
-  scope: { principals: ["agent:alice"], tool: "money_transfer" },
+  scope: { principals: ["agent:alice"], tool: "money_transfer", args: { from: { any: true }, to: { any: true }, amount: { any: true } } },
   max_uses: 3,
   issued_at: at(0),
   expires_at: at(7_200_000),

@@ -7,6 +7,7 @@
   const { b64 } = inboxKeys
   const W = inboxWords
   const B = inboxBatch
+  const S = inboxStanding
   let identity = null
   let selected = null
   let follow = null
@@ -430,17 +431,6 @@
     }))
   }
 
-  /** A standing approval's scope for calls like `h`: its agent and tool, text and flags equal, numbers up to this call's. */
-  const standingScopeOf = (h) => {
-    const args = {}
-    for (const [k, v] of Object.entries(h.witness_request?.presentation?.args ?? {})) {
-      if (!/^[A-Za-z0-9_]{1,64}$/.test(k)) continue
-      if (typeof v === "number") args[k] = { max: v }
-      else if (typeof v === "string" || typeof v === "boolean") args[k] = { eq: v }
-    }
-    return { principals: [h.principal], tool: toolOf(h), ...(Object.keys(args).length > 0 ? { args } : {}) }
-  }
-
   const drawMore = (h, canSign) => {
     $("more").hidden = h.lifecycle !== "open"
     const exact = (h.witness_request?.presentation?.disclosure ?? "exact") === "exact"
@@ -452,9 +442,11 @@
     $("edit-args").disabled = !canSign || !exact
     $("edit-sign").disabled = !canSign || !exact
     $("extend-sign").disabled = !canSign
-    $("standing-sign").disabled = !canSign || !exact
-    const scope = standingScopeOf(h)
-    $("standing-scope").textContent = "covers " + scope.tool + " by " + h.principal + (scope.args ? " with " + Object.entries(scope.args).map(([k, b]) => k + (b.max !== undefined ? " ≤ " + b.max : " = " + JSON.stringify(b.eq))).join(", ") : "")
+    // Every argument bounded, or no offer and the reason (standing.js).
+    const offer = S.offerFor(h, jcs)
+    $("standing-sign").disabled = !canSign || offer.scope === undefined
+    $("standing-scope").textContent = offer.scope !== undefined ? S.scopeWords(offer.scope, jcs) : "not offered: " + offer.refused
+    $("standing-scope").dataset.offered = String(offer.scope !== undefined)
   }
 
   /** Posts a signed witness request about the current call and says what the kernel answered. */
@@ -496,10 +488,12 @@
 
   $("standing-sign").addEventListener("click", async () => {
     if (identity === null || current === null) return
+    const offer = S.offerFor(current, jcs)
+    if (offer.scope === undefined) return
     const now = Date.now()
     const payload = {
       op: "standing.grant", principal: identity.principal, class: identity.klass, grant_id: "inbox-" + nonce(),
-      scope: standingScopeOf(current), max_uses: Math.max(1, Math.min(1000, Number($("standing-uses").value) || 1)),
+      scope: offer.scope, max_uses: Math.max(1, Math.min(1000, Number($("standing-uses").value) || 1)),
       issued_at: new Date(now).toISOString(), expires_at: new Date(now + Number($("standing-hours").value) * 3_600_000).toISOString(), nonce: nonce(), ...reasonGiven()
     }
     await sendSigned("standing approval", "/standing", payload, (r) => r.grant_id + ": up to " + r.max_uses + " later call(s) until " + new Date(r.expires_at).toLocaleString() + " (approve this one above)")
