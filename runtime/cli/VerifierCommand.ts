@@ -19,16 +19,18 @@ export const verifierCommand = Command.make(
       if (cfg.git !== undefined) checks["git-ancestry"] = gitAncestry(cfg.git.repos, cfg.timeout_ms)
       if (cfg.sql !== undefined) checks["sql-readback"] = sqlReadback(cfg.sql.connections, cfg.timeout_ms)
       if (Object.keys(checks).length === 0) return yield* Effect.fail(new CliError({ message: `${config}: enables no evidence kind (give git.repos or sql.connections)`, exit: ExitCode.usage }))
-      const client = yield* connectClient("witness", cfg.principal, cfg.key_file)
+      // The `route` NATS role: it reads and attests like a witness and keeps a durable consumer on WK_WITNESS.
+      const client = yield* connectClient("route", cfg.principal, cfg.key_file)
       const runner = new VerifierRunner({
         client,
         class: cfg.class,
         checks,
         timeoutMs: cfg.timeout_ms,
         onResult: (heldId, v) => log.info({ loop: "verifier", held_id: heldId, term: v.term, status: v.status, ...(v.status === "failed" ? { err: v.reason } : { disposition: v.disposition }) }, "evidence term checked")
-      }).start()
+      })
+      yield* Effect.tryPromise({ try: () => runner.start(), catch: (e) => new CliError({ message: `cannot start the verifier: ${e instanceof Error ? e.message : String(e)}`, exit: ExitCode.unreachable }) })
       yield* Console.log(`Verifier ${cfg.principal} (class ${cfg.class}) serving ${Object.keys(checks).join(", ")}; waiting for witness requests (Ctrl-C stops)`)
-      yield* Effect.addFinalizer(() => Effect.sync(() => runner.stop()))
+      yield* Effect.addFinalizer(() => Effect.promise(() => runner.stop()))
       return yield* Effect.never
     }).pipe(Effect.scoped)
 ).pipe(Command.withDescription("Run a verifier: check the evidence terms of held calls (git ancestry, SQL read-back) and attest what was read"))

@@ -5,6 +5,7 @@ import { acquireLease } from "../ledger/Leases.js"
 import { OpenIndex, openHeldIds, shardOf } from "../ledger/OpenIndex.js"
 import { quiescent } from "../heldcall/Facts.js"
 import { wake } from "../ledger/Wakes.js"
+import { Outbox } from "../ledger/Outbox.js"
 import { KernelConfig } from "../KernelConfig.js"
 import { Driver } from "./Driver.js"
 
@@ -17,7 +18,8 @@ export const SweepShards = 16
  * its leases end), drive each call of the open-call index from its durable record, paced (held
  * calls, and calls answered in the background, whose result is owed on the session). A call that still
  * waits on a timer gets a wake, so a lost wake is rewritten. Level-based: the sweep never asks
- * what happened to a call, it re-derives what is left to do.
+ * what happened to a call, it re-derives what is left to do, including a witness request that
+ * never left (WK_WITNESS holds none for the call's generation and presentation).
  */
 export const sweepOnce = Effect.gen(function* () {
   const cfg = yield* KernelConfig
@@ -38,6 +40,11 @@ export const sweepOnce = Effect.gen(function* () {
       Effect.gen(function* () {
         const driven = yield* driver.drive(heldId, "fresh")
         if (driven.facts !== null && driven.requeueMs !== null) yield* wake(heldId)
+        // The hold's commit is the witness request: one its kernel died before sending goes out here.
+        const f = driven.facts
+        if (f !== null && f.held && f.lifecycle === "open" && f.witness_request !== null && f.spec !== null) {
+          yield* (yield* Outbox).ensureWitnessRequest(heldId, { held_id: heldId, generation: f.generation, expires_at: f.spec.expires_at, witness_request: f.witness_request })
+        }
         // A call indexed without being held (answered in the background) leaves the index here
         // once nothing is left to happen (the drive removes held ones).
         if (driven.facts !== null && !driven.facts.held && quiescent(driven.facts)) yield* (yield* OpenIndex).remove(heldId)

@@ -26,8 +26,8 @@ export const routeBackoffMs = (attempt: number, retry: RouteConfig["retry"]): nu
 
 /**
  * Witness routes as durable work: each route has its own durable consumer on the witness
- * requests kept in `WK_WITNESS` (so a request that arrives while the route is down is delivered
- * when it is back), delivers each request (and each reminder) through its sender, records every
+ * requests kept in `WK_WITNESS`, created on the route's first start with deliver policy "all" (so
+ * a request made while the route is down, or before it ever ran, is delivered when it comes), delivers each request (and each reminder) through its sender, records every
  * attempt, acks on success and retries a failure with backoff; a request for a call that is no
  * longer open is skipped. A webhook may answer with a signed attestation, which is relayed to the
  * kernel like any witness's (the route holds no key: it cannot approve anything itself).
@@ -44,7 +44,7 @@ export class RouteRunner {
       const durable = routeConsumer(name)
       const exists = await jsm.consumers.info(Streams.witness, durable).then(() => true, () => false)
       if (!exists) {
-        await jsm.consumers.add(Streams.witness, { durable_name: durable, filter_subject: Subjects.witnessRequests("*"), ack_policy: AckPolicy.Explicit, ack_wait: nanos(60_000), deliver_policy: DeliverPolicy.New })
+        await jsm.consumers.add(Streams.witness, { durable_name: durable, filter_subject: Subjects.witnessRequests("*"), ack_policy: AckPolicy.Explicit, ack_wait: nanos(60_000), deliver_policy: DeliverPolicy.All })
       }
       const messages = await (await js.consumers.get(Streams.witness, durable)).consume({ max_messages: 8 })
       this.running.push(messages)

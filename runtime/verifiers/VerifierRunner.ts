@@ -1,8 +1,9 @@
-import type { Subscription } from "@nats-io/transport-node"
+import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, type ConsumerMessages } from "@nats-io/jetstream"
+import { nanos } from "@nats-io/transport-node"
 import type { WitnessClient } from "../client/Client.js"
 import type { JsonObject } from "../schema/Json.js"
 import { resolveTerm, type EvidenceTerm } from "../schema/EvidenceTerm.js"
-import { Subjects } from "../schema/Subjects.js"
+import { Streams, Subjects } from "../schema/Subjects.js"
 
 /** A verifier of one kind: reads what a term's resolved `params` name, returns what it read. */
 export type Check = (params: JsonObject) => Promise<JsonObject>
@@ -22,35 +23,59 @@ export interface VerifierOptions {
   readonly onResult?: (heldId: string, v: Verified) => void
 }
 
+/** The durable consumer of a verifier principal on `WK_WITNESS` (its replicas share it). */
+export const verifierConsumer = (principal: string): string => `verifier_${principal.replace(/[^A-Za-z0-9_-]/g, "_")}`
+
+/** Backoff before a failed verification is tried again: 1 s doubling, at most 5 min. */
+const retryMs = (attempt: number): number => Math.min(300_000, 1_000 * 2 ** Math.max(0, Math.min(20, attempt - 1)))
+
 const within = <A>(ms: number, p: Promise<A>): Promise<A> =>
   Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms).unref())])
 
 /**
  * A verifier route: a witness that checks evidence terms instead of asking a person. For each
- * held call it is told about (a witness request on `wk.v1.witness.requests.<held_id>`, or
- * `verify` directly), it reads the call as a witness, runs the check of every evidence term whose
+ * held call it is told about (a witness request kept in `WK_WITNESS`, read through its own durable
+ * consumer from the first request the stream holds, so a call held while the verifier was down or
+ * not yet started is verified when it comes; or `verify` directly), it reads the call as a witness, runs the check of every evidence term whose
  * kind it serves (with a timeout, in its own process, never in the kernel's), and attests
  * `evidence` with what it read under its own principal. It never approves: the kernel judges the
  * record against the term and the rule's approvals are still needed. A failed check attests
- * nothing (the term stays unmet; the next request or `verify` tries again).
+ * nothing (the term stays unmet; the request is delivered again after a backoff).
  */
 export class VerifierRunner {
-  private sub: Subscription | undefined
+  private messages: ConsumerMessages | undefined
   private readonly running = new Map<string, Promise<ReadonlyArray<Verified>>>()
 
   constructor(private readonly opts: VerifierOptions) {}
 
-  /** Listens for witness requests on the client's connection. */
-  start(): this {
+  /**
+   * Consumes witness requests through the verifier's durable consumer (created on the first start
+   * with deliver policy "all"), on the client's connection (the `route` NATS role may). A request is
+   * acknowledged once every term it could check was attested, or its call is no longer open.
+   */
+  async start(): Promise<this> {
+    const nc = this.opts.client.nc
+    const durable = verifierConsumer(this.opts.client.principal)
+    const jsm = await jetstreamManager(nc)
+    const exists = await jsm.consumers.info(Streams.witness, durable).then(() => true, () => false)
+    if (!exists) {
+      await jsm.consumers.add(Streams.witness, { durable_name: durable, filter_subject: Subjects.witnessRequests("*"), ack_policy: AckPolicy.Explicit, ack_wait: nanos(Math.max(60_000, 4 * this.opts.timeoutMs)), deliver_policy: DeliverPolicy.All })
+    }
+    const messages = await (await jetstream(nc).consumers.get(Streams.witness, durable)).consume({ max_messages: 4 })
+    this.messages = messages
     const prefix = Subjects.witnessRequests("")
-    this.sub = this.opts.client.nc.subscribe(Subjects.witnessRequests("*"), {
-      callback: (_e, m) => void this.verify(m.subject.slice(prefix.length)).catch(() => undefined)
-    })
+    void (async () => {
+      for await (const m of messages) {
+        const verified = await this.verify(m.subject.slice(prefix.length)).catch(() => null)
+        if (verified === null || verified.some((v) => v.status === "failed")) m.nak(retryMs(m.info.deliveryCount))
+        else m.ack()
+      }
+    })()
     return this
   }
 
-  stop(): void {
-    this.sub?.unsubscribe()
+  async stop(): Promise<void> {
+    await this.messages?.close().catch(() => undefined)
   }
 
   /** Verifies the evidence terms of one held call it serves; one verification per call at a time. */

@@ -5,7 +5,8 @@ import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import pg from "pg"
-import type { NatsConnection } from "@nats-io/transport-node"
+import { connect, type NatsConnection } from "@nats-io/transport-node"
+import { inboxOptionOf } from "../../runtime/schema/Subjects.js"
 import type { WitnessClient } from "../../runtime/client/Client.js"
 import { gitAncestry } from "../../runtime/verifiers/GitAncestry.js"
 import { sqlReadback } from "../../runtime/verifiers/SqlReadback.js"
@@ -191,6 +192,31 @@ describe("evidence the kernel verifies", () => {
     expect(await admin(Db, async (c) => (await c.query("select status from orders where id = 'o2'")).rows)).toEqual([{ status: "pending" }])
     await expect(gitAncestry({ app: repo }, 5_000)({ repo: "/etc", commit: onMain, ref: "main" })).rejects.toThrow(/no repository '\/etc'/)
     await expect(gitAncestry({ app: repo }, 5_000)({ repo: "app", commit: "--output=/tmp/x", ref: "main" })).rejects.toThrow(/not options/)
+  })
+
+  it("a call held before the verifier starts is verified when it starts (its durable consumer reads from the first request)", async () => {
+    const routeConn = await connect({ servers: nats.servers, user: "route", pass: "route-dev", ...inboxOptionOf("route") })
+    const results: Array<string> = []
+    try {
+      const heldId = await propose("deploy", { commit: onMain })
+      expect((await carol.decide(heldId, "human")).disposition).toBe("accepted")
+      expect((await ciStatus(heldId, onMain, "success")).disposition).toBe("accepted")
+      const late = await new VerifierRunner({
+        client: clientFor(routeConn, "svc:verifier"),
+        class: "verifier",
+        checks: { "git-ancestry": gitAncestry({ app: repo }, 5_000) },
+        timeoutMs: 10_000,
+        onResult: (id, v) => void (id === heldId && results.push(v.status))
+      }).start()
+      try {
+        await eventually(async () => (await factsOf(heldId))["outcome"] === "completed")
+        expect(results).toContain("attested")
+      } finally {
+        await late.stop()
+      }
+    } finally {
+      await routeConn.close()
+    }
   })
 
   it("wk verifier runs as its own process and attests on the witness request, with no call from the test", async () => {

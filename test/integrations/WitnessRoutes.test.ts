@@ -125,6 +125,32 @@ describe("witness routes", () => {
     expect(kept.map((x) => x.status)).toEqual(["failed", "failed", "delivered"])
   })
 
+  it("a route's first start serves requests made before it ever ran", async () => {
+    const seen: Array<RoutedRequest> = []
+    const late = createServer((req, res) => {
+      let text = ""
+      req.on("data", (d: Buffer) => (text += d.toString()))
+      req.on("end", () => (seen.push(JSON.parse(text) as RoutedRequest), res.writeHead(200).end()))
+    })
+    const port = await listen(late)
+    try {
+      const r = (await alice.propose({ session_id: "s-routes", turn_id: "t1", call_id: "r-late", tool: "money_transfer", args: { from: "route-late", to: "shop", amount: 2_100 } })) as { status: number; held_id: string }
+      expect(r.status).toBe(202)
+      // No consumer named route_late exists until this start.
+      const c = decodeRouteConfig(JSON.stringify({ routes: { late: { kind: "webhook", url: `http://127.0.0.1:${port}/late`, secret: Secret } } }), "routes.json")
+      if (c._tag === "Left") throw new Error(c.left)
+      const first = await new RouteRunner(routeConn, c.right).start()
+      try {
+        const got = await eventually(async () => seen.find((x) => x.held_id === r.held_id))
+        expect(got).toMatchObject({ held_id: r.held_id, generation: 1 })
+      } finally {
+        await first.stop()
+      }
+    } finally {
+      late.close()
+    }
+  })
+
   it("a bad route config names the field", () => {
     expect(decodeRouteConfig(JSON.stringify({ routes: { ops: { kind: "webhook", url: "ftp://x", secret: Secret } } }), "routes.json")).toMatchObject({ _tag: "Left", left: expect.stringMatching(/routes\.ops/) })
     expect(decodeRouteConfig(JSON.stringify({ routes: { ops: { kind: "webhook", url: "http://x", secret: "short" } } }), "routes.json")).toMatchObject({ _tag: "Left", left: expect.stringMatching(/at least 16/) })

@@ -1,5 +1,5 @@
 import { Context, Effect, Layer } from "effect"
-import { Outbox } from "../Outbox.js"
+import { Outbox, sameNotice, type WitnessNotice } from "../Outbox.js"
 
 /** A message the memory outbox holds. */
 export interface Published {
@@ -23,7 +23,14 @@ export const makeMemoryOutbox = Effect.sync(() => {
         ids.add(messageId)
         published.push({ subject: "delivery", to: sessionId, body })
       }),
-    requestWitnesses: (heldId, body) => Effect.sync(() => void published.push({ subject: "witness-request", to: heldId, body }))
+    requestWitnesses: (heldId, body) => Effect.sync(() => void published.push({ subject: "witness-request", to: heldId, body })),
+    ensureWitnessRequest: (heldId, body) =>
+      Effect.sync(() => {
+        const last = [...published].reverse().find((p) => p.subject === "witness-request" && p.to === heldId)
+        if (last !== undefined && sameNotice(last.body as WitnessNotice, body)) return false
+        published.push({ subject: "witness-request", to: heldId, body })
+        return true
+      })
   })
   return Context.make(Outbox, port).pipe(Context.add(MemoryOutbox, { published: () => published }))
 })
