@@ -8,6 +8,7 @@ import { canonicalize } from "../schema/Canonical.js"
 import { activePolicy, isNarrowingProfile, tiersOf, type ActivePolicy } from "./ActivePolicy.js"
 import { DefaultContract } from "./RuleAdjudicator.js"
 import { layerPreferences } from "./Preferences.js"
+import { authorityOf, powerWidenings } from "./Authority.js"
 
 /**
  * Layer validation and widening detection. Pure: no I/O.
@@ -193,23 +194,13 @@ const pinWidenings = (before: ReadonlyArray<Profile>, after: ReadonlyArray<Profi
 export const widens = (before: ReadonlyArray<Profile>, after: ReadonlyArray<Profile>): ReadonlyArray<Widening> => {
   const b = activePolicy(0, before)
   const a = activePolicy(0, after)
-  const out: Array<Widening> = []
-  for (const [principal, tools] of a.grants) {
-    const had = b.grants.get(principal)
-    for (const t of [...tools].sort()) if (!had?.has(t)) out.push({ field: `grants.${principal}`, message: `'${t}' is granted` })
-  }
+  // Each principal's powers (and the policy's own: what witnesses are shown, what verifiers run).
+  const out: Array<Widening> = [...powerWidenings(authorityOf(b), authorityOf(a))]
+  // Without its namespace a principal that acted for another may witness its calls.
   for (const [name, entry] of a.principals) {
     const had = b.principals.get(name)
-    if (had === undefined) {
-      out.push({ field: `principals.${name}`, message: `principal '${name}' is added` })
-      continue
-    }
-    for (const k of entry.keys) if (!had.keys.includes(k)) out.push({ field: `principals.${name}.keys`, message: `key ${k} is added` })
-    for (const c of entry.classes) if (!had.classes.includes(c)) out.push({ field: `principals.${name}.classes`, message: `class '${c}' is added` })
-    // Without its namespace a principal that acted for another may witness its calls.
-    if (had.namespace !== undefined && entry.namespace !== had.namespace) out.push({ field: `principals.${name}.namespace`, message: `namespace '${had.namespace}' is ${entry.namespace === undefined ? "dropped" : `changed to '${entry.namespace}'`}` })
+    if (had?.namespace !== undefined && entry.namespace !== had.namespace) out.push({ field: `principals.${name}.namespace`, message: `namespace '${had.namespace}' is ${entry.namespace === undefined ? "dropped" : `changed to '${entry.namespace}'`}` })
   }
-  for (const admin of a.admins) if (!b.admins.has(admin)) out.push({ field: "admins", message: `admin '${admin}' is added` })
   for (const tool of [...new Set([...b.rules.keys(), ...a.rules.keys()])].sort()) out.push(...ruleWidenings(tool, b.rules.get(tool), a.rules.get(tool)), ...ruleContractWidenings(tool, b, a))
   if (a.heldTtlMs > b.heldTtlMs) out.push({ field: "held_ttl_ms", message: `held_ttl_ms ${a.heldTtlMs} is longer than ${b.heldTtlMs}` })
   const bd = depthOf(before)

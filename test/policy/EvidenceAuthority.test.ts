@@ -36,8 +36,13 @@ describe("evidence terms under layers and joins", () => {
     const dropped: Profile = { ...org, rules: { deploy: { always_witness: true, contract: { rule: { class: "human" } } } } }
     expect(widens([org], [dropped]).map((w) => `${w.field}: ${w.message}`)).toEqual(["rules.deploy.contract.evidence: evidence term 'merged' (git-ancestry) is dropped or changed"])
     const loosened: Profile = { ...org, rules: { deploy: { always_witness: true, contract: { rule: { class: "human" }, evidence: [{ ...merged, expect: {} }] } } } }
-    expect(widens([org], [loosened]).map((w) => w.field)).toEqual(["rules.deploy.contract.evidence"])
-    expect(widens([org], [{ ...org, rules: { deploy: { always_witness: true, contract: { rule: { class: "human" }, evidence: [merged, ci] } } } }])).toEqual([])
+    expect(widens([org], [loosened]).map((w) => w.field)).toEqual(["rules.deploy.contract.evidence", "rules.deploy.contract.evidence"])
+  })
+
+  it("a new term is a widening too: its query or command is a power the verifier uses for the organization", () => {
+    const added = widens([org], [{ ...org, rules: { deploy: { always_witness: true, contract: { rule: { class: "human" }, evidence: [merged, ci] } } } }])
+    expect(added.map((w) => w.field)).toEqual(["rules.deploy.contract.evidence"])
+    expect(added[0]!.message).toContain(`verifiers run ${ci.kind} 'ci'`)
   })
 
   it("joining plugin and rule contracts keeps every term once", () => {

@@ -91,9 +91,15 @@ describe("checkLayers", () => {
 })
 
 describe("widens", () => {
-  it("lists raised thresholds, dropped vetoes, grants and unpinned plugins", () => {
+  it("lists raised thresholds, dropped vetoes, grants and the powers a new grant gives (the default contract's humans may edit its calls)", () => {
     const looser: Profile = { ...org, grants: { "agent:alice": ["money_transfer", "bank_balance", "wire_transfer"] }, rules: { money_transfer: { amount_field: "amount", witness_above: 5000, contract: { rule: { class: "human" } } } } }
-    expect(widens([org], [looser]).map((w) => w.field)).toEqual(["grants.agent:alice", "rules.money_transfer.witness_above", "rules.money_transfer.deny_above", "rules.money_transfer.contract.veto"])
+    expect(widens([org], [looser]).map((w) => `${w.field}: ${w.message}`)).toEqual([
+      "grants.agent:alice: 'wire_transfer' is granted",
+      "rules.wire_transfer.contract: user:carol: edits held wire_transfer calls",
+      "rules.money_transfer.witness_above: witness_above 5000 is looser than 1000",
+      "rules.money_transfer.deny_above: deny_above removed is looser than 100000",
+      "rules.money_transfer.contract.veto: veto class 'compliance' is dropped"
+    ])
   })
   it("removing a layer that narrowed is a widening", () => {
     const p: Profile = { name: "p", layer: "project", rules: { money_transfer: { witness_above: 10 } } }

@@ -233,8 +233,9 @@ describe("authority never widens: the changes the properties found", () => {
     const before = orgWith({ money_transfer: { amount_field: "amount", contract: { rule: { class: "human" } } } }, [holds(humanAndFraud)])
     // When the rule asks for what the plugin asks for
     const after = orgWith({ money_transfer: { amount_field: "amount", contract: humanAndFraud } }, [holds(humanAndFraud)])
-    // Then no approval set meets the later contract that did not meet the earlier one
-    expect(widens([before], [after])).toEqual([])
+    // Then no approval set meets the later contract that did not meet the earlier one, but the
+    // fraud officer's approval now counts, so it may edit (propose) transfers: a power it lacked
+    expect(widens([before], [after]).map((w) => `${w.field}: ${w.message}`)).toEqual(["rules.money_transfer.contract: svc:fraud: edits held money_transfer calls"])
     expect(await firstLooser([before], [after], [transfer])).toBeUndefined()
   })
 
@@ -251,8 +252,11 @@ describe("authority never widens: the changes the properties found", () => {
   it("a contract a rule names for the first time is compared with the default one", () => {
     const before = orgWith({ money_transfer: { amount_field: "amount", always_witness: true } })
     const after = orgWith({ money_transfer: { amount_field: "amount", always_witness: true, contract: { rule: { class: "finance" } } } })
-    expect(widens([before], [after]).map((w) => w.field)).toEqual(["rules.money_transfer.contract.rule"])
+    expect(widens([before], [after]).map((w) => `${w.field}: ${w.message}`)).toEqual([
+      "rules.money_transfer.contract: fin:fay: edits held money_transfer calls",
+      "rules.money_transfer.contract.rule: the witness rule no longer requires {\"class\":\"human\"}"
+    ])
     const added = orgWith({ money_transfer: { amount_field: "amount", always_witness: true }, "payments.transfer": { contract: { rule: { class: "finance" } } } })
-    expect(widens([before], [added]).map((w) => w.field)).toEqual(["rules.payments.transfer.contract.rule"])
+    expect(widens([before], [added]).map((w) => w.field)).toEqual(["rules.payments.transfer.contract", "rules.payments.transfer.contract.rule"])
   })
 })
