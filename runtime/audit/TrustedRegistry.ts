@@ -217,7 +217,7 @@ const authorizingSignaturesOf = (
  * derived from the profile), or an admin's own proposal of `kernel_policy_apply` (its ids as sent).
  */
 const signedChange = (p: Readonly<Record<string, unknown>>): { readonly profile: unknown; readonly call: { readonly session_id: string; readonly turn_id: string; readonly call_id: string } } | null => {
-  if (p["op"] === "policy.apply" && p["profile"] !== undefined) return { profile: p["profile"], call: policyCall(p["profile"]) }
+  if (p["op"] === "policy.apply" && p["profile"] !== undefined) return { profile: p["profile"], call: policyCall(p) }
   const args = p["args"]
   if (p["op"] !== "propose" || p["tool"] !== PolicyApplyTool || typeof args !== "object" || args === null || !("profile" in args)) return null
   const { session_id, turn_id, call_id } = p

@@ -17,10 +17,16 @@ export const PolicyApplyTool = "kernel_policy_apply"
 
 /**
  * The call a `policy.apply` that widens becomes: the admin's signed request, recorded as the
- * proposal of `kernel_policy_apply` under a session, turn and call id derived from the profile,
- * so the same change sent twice is the same held call (and an auditor can re-derive the id).
+ * proposal of `kernel_policy_apply` under a session, turn and call id derived from the envelope's
+ * nonce, so the same signed request sent twice is the same held call, and applying a profile that
+ * was applied before is a change of its own (an auditor re-derives the id from the signed
+ * payload). A request without a nonce is identified by its profile.
  */
-export const policyCall = (profile: unknown) => ({ session_id: "policy", turn_id: "apply", call_id: `policy-${jcsDigest(profile).slice(0, 32)}` })
+export const policyCall = (signed: { readonly profile?: unknown; readonly nonce?: unknown }) => ({
+  session_id: "policy",
+  turn_id: "apply",
+  call_id: `policy-${(typeof signed.nonce === "string" ? jcsDigest({ nonce: signed.nonce }) : jcsDigest(signed.profile ?? null)).slice(0, 32)}`
+})
 
 /** The profile set after replacing (or adding) `profile` by name. */
 export const withProfile = (profiles: ReadonlyArray<Profile>, profile: Profile): ReadonlyArray<Profile> => [...profiles.filter((x) => x.name !== profile.name), profile]

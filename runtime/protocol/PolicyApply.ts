@@ -32,7 +32,7 @@ export const policyApply = (data: Uint8Array) =>
     const change = classifyChange(policy, p.profile, "payload.profile")
     if (change._tag === "Invalid") return invalidRequest(change.message, change.field)
     // A widening is itself a governed call that another admin must witness.
-    if (change._tag === "Widening") return yield* heldChange({ envelope, policy, payload: { op: "propose", principal: p.principal, ...policyCall(p.profile), tool: PolicyApplyTool, args: { profile: p.profile } } })
+    if (change._tag === "Widening") return yield* heldChange({ envelope, policy, payload: { op: "propose", principal: p.principal, ...policyCall(p), tool: PolicyApplyTool, args: { profile: p.profile } } })
     // Without a nonce (a client written before nonces), the signed payload itself is the nonce,
     // kept for as long as the envelope could be valid: without an expiry, for good. The same
     // profile applied again without a nonce is then a duplicate too; clients that send nonces

@@ -55,8 +55,13 @@ describe("witnessed policy change", () => {
     expect(held.witness_request.contract.rule).toEqual({ principal: "admin:ops" })
     expect(held.witness_request.contract.summary).toContain("rules.money_transfer.witness_above")
     expect(held.witness_request.presentation.tool).toBe("kernel_policy_apply")
-    // Sent again, the same change is the same held call.
-    expect(await root.applyPolicy(withThreshold(5_000) as never)).toMatchObject({ status: 202, held_id: held.held_id })
+    // Signed again, the same profile is a change of its own: another held call.
+    const again = (await root.applyPolicy(withThreshold(5_000) as never)) as unknown as { status: number; held_id: string }
+    expect(again.status).toBe(202)
+    expect(again.held_id).not.toBe(held.held_id)
+    // Its proposer withdraws it; it never runs.
+    await root.cancel(again.held_id, "sent twice")
+    expect((await heldOf(again.held_id))["lifecycle"]).toBe("cancelled")
     // The proposer cannot witness its own change; the widened rule is not in effect yet.
     const own = await clientFor(conns[1]!, "admin:root").decide(held.held_id, "admin")
     expect(own.disposition).not.toBe("accepted")

@@ -33,8 +33,10 @@ describe("adjudicatePolicyChange", () => {
     expect(a.verdict).toBe("DENY")
     expect(a.reasons[0]!.reason).toContain("args.profile.name")
   })
-  it("derives one call id per profile", () => {
-    expect(policyCall(threshold(1))).toEqual(policyCall(threshold(1)))
-    expect(policyCall(threshold(1)).call_id).not.toBe(policyCall(threshold(2)).call_id)
+  it("derives one call id per signed request", () => {
+    expect(policyCall({ profile: threshold(1), nonce: "n1" })).toEqual(policyCall({ profile: threshold(1), nonce: "n1" }))
+    // The same profile under another nonce is another change: a profile applied again is judged again.
+    expect(policyCall({ profile: threshold(1), nonce: "n1" }).call_id).not.toBe(policyCall({ profile: threshold(1), nonce: "n2" }).call_id)
+    expect(policyCall({ profile: threshold(1) }).call_id).not.toBe(policyCall({ profile: threshold(2) }).call_id)
   })
 })

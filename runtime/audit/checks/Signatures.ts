@@ -38,7 +38,7 @@ const mismatchOf = (heldId: string, e: HeldEvent, p: Envelope["payload"]): strin
     }
     case "call.proposed": {
       if (e.tool === PolicyApplyTool && p["op"] === "policy.apply") {
-        const call = policyCall(p["profile"])
+        const call = policyCall(p)
         if (heldIdOf(String(p["principal"]), call.session_id, call.turn_id, call.call_id, e.held_id_salt) !== heldId) return "the signed policy change derives another held id"
         if (canonicalize(e.args["profile"] ?? null) !== canonicalize(p["profile"] ?? null)) return "args.profile is not the signed profile"
         return differs("principal", e.principal, p["principal"])
