@@ -9,7 +9,7 @@ import type { WitnessClient } from "../../runtime/client/Client.js"
 import { presentationDigest } from "../../runtime/schema/Canonical.js"
 import { Streams } from "../../runtime/schema/Subjects.js"
 import { RouteRunner, type DeliveryRecord } from "../../runtime/routes/RouteRunner.js"
-import { webhookSignature, type RoutedRequest } from "../../runtime/routes/Senders.js"
+import { sendThrough, webhookSignature, type RoutedRequest } from "../../runtime/routes/Senders.js"
 import { decodeRouteConfig } from "../../runtime/routes/RouteConfig.js"
 import { startTestNats, type TestNats } from "../support/TestNats.js"
 import { clientFor, connectAs, testProfile } from "../support/Principals.js"
@@ -148,6 +148,54 @@ describe("witness routes", () => {
       }
     } finally {
       late.close()
+    }
+  })
+
+  it("agent markup reaches no medium as markup: chat text escapes & < >, the mail's HTML escapes, no control character anywhere", async () => {
+    const chats: Array<string> = []
+    const chat = createServer((req, res) => {
+      let text = ""
+      req.on("data", (d: Buffer) => (text += d.toString()))
+      req.on("end", () => (chats.push((JSON.parse(text) as { text: string }).text), res.writeHead(200).end()))
+    })
+    const port = await listen(chat)
+    const smtpPort = (smtp.server.address() as AddressInfo).port
+    const hostile = "<!channel> <http://evil|label> & <@U123>"
+    // The first test's routes approve what they deliver: stopped, the hostile call stays open.
+    await runner?.stop()
+    runner = undefined
+    try {
+      const r = (await alice.propose({ session_id: "s-routes", turn_id: "t1", call_id: "r-hostile", tool: "money_transfer", args: { from: "route-hostile", to: hostile, amount: 2_200 } })) as { status: number; held_id: string }
+      expect(r.status).toBe(202)
+      const c = decodeRouteConfig(JSON.stringify({ gateway_url: "http://127.0.0.1:8787", routes: { chat: { kind: "webhook", format: "chat", url: `http://127.0.0.1:${port}/chat`, secret: Secret }, mail2: { kind: "smtp", host: "127.0.0.1", port: smtpPort, from: "wk@example.com", to: ["dave@example.com"] } } }), "routes.json")
+      if (c._tag === "Left") throw new Error(c.left)
+      const routes = await new RouteRunner(routeConn, c.right).start()
+      try {
+        const text = await eventually(async () => chats.find((t) => t.includes(r.held_id)))
+        // What the agent wrote is there, as text: no mention, no relabelled link.
+        expect(text).toContain("&lt;!channel&gt; &lt;http://evil|label&gt; &amp; &lt;@U123&gt;")
+        expect(text).not.toMatch(/<!channel>|<http:\/\/evil|<@U123>/)
+        // The route's own link is the only markup.
+        expect(text.match(/<[^>]*>/g)).toEqual([`<http://127.0.0.1:8787/inbox/#/held/${r.held_id}>`])
+        const mail = await eventually(async () => mails.find((m) => m.includes(r.held_id) && m.includes("dave@example.com")))
+        const html = mail.slice(mail.indexOf("Content-Type: text/html"))
+        expect(html).toContain("&lt;!channel&gt; &lt;http://evil|label&gt; &amp;")
+        expect(html).not.toMatch(/<!channel>|<http:\/\/evil/)
+      } finally {
+        await routes.stop()
+      }
+
+      // A summary with line breaks and bidi overrides (a plugin's or a contract's) is one line in every medium.
+      const forged: RoutedRequest = { held_id: "h_" + "0".repeat(32), generation: 1, expires_at: "2030-01-01T00:00:00Z", witness_request: { presentation: { summary: "pay bob\r\nBcc: eve@evil.example\n\u202eApproved by carol\u0007" } } }
+      await sendThrough({ kind: "webhook", format: "chat", url: `http://127.0.0.1:${port}/chat`, secret: Secret }, undefined)(forged)
+      await sendThrough({ kind: "smtp", host: "127.0.0.1", port: smtpPort, secure: false, from: "wk@example.com", to: ["erin@example.com"] }, undefined)(forged)
+      const line = await eventually(async () => chats.find((t) => t.includes(forged.held_id)))
+      expect(line).not.toMatch(/[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/)
+      const forgedMail = await eventually(async () => mails.find((m) => m.includes("erin@example.com")))
+      expect(forgedMail).not.toMatch(/^Bcc:/im)
+      expect(forgedMail).not.toContain("eve@evil.example\r\n")
+    } finally {
+      chat.close()
     }
   })
 
