@@ -75,6 +75,23 @@ const metricsPortOption = Options.integer("metrics-port").pipe(
   Options.withDescription("serve /metrics, /healthz and /readyz on this port (or WK_METRICS_PORT; 0: off; wk start defaults to 9464)")
 )
 
+const metricsHostOption = Options.text("metrics-host").pipe(
+  Options.optional,
+  Options.withDescription("address the metrics and health port listens on (or WK_METRICS_HOST; default 127.0.0.1; 0.0.0.0 for a scraper or probe from another host or container)")
+)
+
+/** Where the operator endpoints listen. */
+interface OpsAddress {
+  readonly port: number
+  readonly host: string
+}
+
+/** `--metrics-host`, else WK_METRICS_HOST, else loopback. */
+const metricsHostOf = (flag: Option.Option<string>): string => {
+  const env = process.env["WK_METRICS_HOST"]
+  return Option.isSome(flag) ? flag.value : env !== undefined && env !== "" ? env : "127.0.0.1"
+}
+
 /** `--metrics-port`, else WK_METRICS_PORT, else the command's default; 0 turns it off. */
 const metricsPortOf = (flag: Option.Option<number>, fallback: number | undefined): number | undefined => {
   const env = process.env["WK_METRICS_PORT"]
@@ -83,7 +100,7 @@ const metricsPortOf = (flag: Option.Option<number>, fallback: number | undefined
 }
 
 /** Runs a kernel (and optionally the demo bank) against a NATS URL until interrupted. */
-const serve = (url: string, profiles: ReadonlyArray<Profile>, withBank: boolean, metricsPort: number | undefined) =>
+const serve = (url: string, profiles: ReadonlyArray<Profile>, withBank: boolean, ops: OpsAddress | undefined) =>
   Effect.gen(function* () {
     const nats = natsOptionsFromUrl(url, kernelCredentials)
     // The kernel's scope closes inside the layers': on Ctrl-C it stops taking requests and answers
@@ -96,7 +113,7 @@ const serve = (url: string, profiles: ReadonlyArray<Profile>, withBank: boolean,
         setKernelIdentity(owner)
         log.info({ nats: nats.servers }, "kernel ready")
         const policy = yield* (yield* PolicyStore).current
-        const metrics = metricsPort === undefined ? undefined : yield* serveKernelHttp(metricsPort)
+        const metrics = ops === undefined ? undefined : yield* serveKernelHttp(ops.port, ops.host)
         if (withBank) {
           const bankConn = yield* Effect.acquireRelease(
             Effect.promise(() => connect({ servers: nats.servers, ...bankCredentials, name: "wk-demo-bank" })),
@@ -115,7 +132,7 @@ const serve = (url: string, profiles: ReadonlyArray<Profile>, withBank: boolean,
           [
             `Witness Kernel ready (${owner}), policy epoch ${policy.epoch}, ${policy.principals.size} principals, ${policy.profiles.reduce((n, p) => n + (p.plugins?.length ?? 0), 0)} plugins pinned${withBank ? `, demo bank (${bankCredentials.user}) serving money_transfer and bank_balance` : ""}`,
             `  NATS:  ${nats.servers}  (users agent, witness, tool-demo-bank, auditor: their passwords are in nats.conf)`,
-            ...(metrics !== undefined ? [`  Ops:   http://127.0.0.1:${metrics}/metrics, /healthz, /readyz  (--metrics-port, WK_METRICS_PORT)`] : []),
+            ...(metrics !== undefined && ops !== undefined ? [`  Ops:   http://${ops.host}:${metrics}/metrics, /healthz, /readyz  (--metrics-port, --metrics-host)`] : []),
             ...tryLines(nats.servers),
             `  Ctrl-C drains and stops.`
           ].join("\n")
@@ -159,8 +176,8 @@ const credentialsOf = (url: string | undefined, withBank: boolean) => {
 /** `wk start`: the embedded default. Starts nats-server from nats.conf unless NATS_URL is set. */
 export const startCommand = Command.make(
   "start",
-  { profiles: profilesOption, noBank, dev: devOption, port: Options.integer("port").pipe(Options.optional, Options.withDescription("NATS port for the embedded server (default 4322, or WK_NATS_PORT)")), metricsPort: metricsPortOption, logLevel: logLevelOption, verbose: verboseOption },
-  ({ profiles: profilesPath, noBank, dev, port, metricsPort, logLevel, verbose }) =>
+  { profiles: profilesOption, noBank, dev: devOption, port: Options.integer("port").pipe(Options.optional, Options.withDescription("NATS port for the embedded server (default 4322, or WK_NATS_PORT)")), metricsPort: metricsPortOption, metricsHost: metricsHostOption, logLevel: logLevelOption, verbose: verboseOption },
+  ({ profiles: profilesPath, noBank, dev, port, metricsPort, metricsHost, logLevel, verbose }) =>
     Effect.gen(function* () {
       yield* applyLogLevel(logLevel, verbose)
       const url = globalSelection.server ?? process.env["NATS_URL"]
@@ -168,7 +185,8 @@ export const startCommand = Command.make(
       yield* checkDevCredentials(profiles, credentialsOf(url, !noBank), dev)
       if (dev) yield* useDevKernelKey
       if (dev) useDevRetentionLogin()
-      const ops = metricsPortOf(metricsPort, DefaultMetricsPort)
+      const opsPort = metricsPortOf(metricsPort, DefaultMetricsPort)
+      const ops = opsPort === undefined ? undefined : { port: opsPort, host: metricsHostOf(metricsHost) }
       if (url !== undefined && url !== "") return yield* serve(url, profiles, !noBank, ops)
       if (findNatsServer() === null) return yield* Effect.fail(new Error(MissingNatsServer))
       const p = Option.getOrElse(port, () => Number(process.env["WK_NATS_PORT"] ?? 4322))
@@ -201,14 +219,15 @@ export const startCommand = Command.make(
 /** `wk kernel`: one kernel process against NATS_URL (run several for scale). */
 export const kernelCommand = Command.make(
   "kernel",
-  { profiles: profilesOption, dev: devOption, withBank: Options.boolean("with-bank").pipe(Options.withDescription("also serve the demo bank")), metricsPort: metricsPortOption, logLevel: logLevelOption, verbose: verboseOption },
-  ({ profiles: profilesPath, dev, withBank, metricsPort, logLevel, verbose }) =>
+  { profiles: profilesOption, dev: devOption, withBank: Options.boolean("with-bank").pipe(Options.withDescription("also serve the demo bank")), metricsPort: metricsPortOption, metricsHost: metricsHostOption, logLevel: logLevelOption, verbose: verboseOption },
+  ({ profiles: profilesPath, dev, withBank, metricsPort, metricsHost, logLevel, verbose }) =>
     Effect.gen(function* () {
       yield* applyLogLevel(logLevel, verbose)
       const url = globalSelection.server ?? process.env["NATS_URL"]
       if (url === undefined || url === "") return yield* Effect.fail(new Error("wk kernel needs NATS_URL (for example nats://kernel:kernel-dev@127.0.0.1:4322); use `wk start` for the embedded default"))
       const profiles = yield* loadProfileFiles(profilesPath)
       yield* checkDevCredentials(profiles, credentialsOf(url, withBank), dev)
-      yield* serve(url, profiles, withBank, metricsPortOf(metricsPort, undefined))
+      const opsPort = metricsPortOf(metricsPort, undefined)
+      yield* serve(url, profiles, withBank, opsPort === undefined ? undefined : { port: opsPort, host: metricsHostOf(metricsHost) })
     })
 ).pipe(Command.withDescription("Run one kernel process against the NATS server in NATS_URL"))

@@ -2,16 +2,19 @@ import { HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platf
 import { NodeHttpServer } from "@effect/platform-node"
 import { Cause, Effect, Layer } from "effect"
 import { createServer } from "node:http"
-import { layerKernelLink, type GatewayNats } from "./KernelLink.js"
+import { KernelLink, layerKernelLink, type GatewayNats } from "./KernelLink.js"
 import { gatewayRouter } from "./Routes.js"
-import { gatewayMetrics, routeOf } from "./GatewayMetrics.js"
+import { GatewayMetricsAddress, gatewayMetrics, routeOf, serveGatewayMetrics } from "./GatewayMetrics.js"
 import { ReadNonces } from "./SignedRead.js"
+import { requestSpan } from "./GatewaySpans.js"
 
 export interface GatewayOptions {
   readonly nats: GatewayNats
   /** 0 picks a free port (tests read it from HttpServer's address). */
   readonly port: number
   readonly host?: string
+  /** The metrics port (`/metrics`, apart from the public port; 0 picks a free one) and its address (default 127.0.0.1); none without. */
+  readonly metrics?: { readonly port: number; readonly host?: string }
 }
 
 const notFound = HttpServerResponse.unsafeJson({ status: 404, error: { code: "not_found", message: "no such route" } }, { status: 404 })
@@ -26,13 +29,23 @@ export const failedRequestResponse = (cause: Cause.Cause<unknown>) =>
     ? Effect.as(Effect.logDebug("gateway request interrupted"), HttpServerResponse.empty({ status: 499 }))
     : Effect.as(Effect.logError("gateway request failed", cause), HttpServerResponse.unsafeJson({ status: 500, error: { code: "internal", message: "gateway error" } }, { status: 500 }))
 
-/** The gateway's app: routes, a JSON 404 for anything else, a JSON 500 for defects (499 for an interrupted request); each request counted and timed. */
+/**
+ * The gateway's app: routes, a JSON 404 for anything else, a JSON 500 for defects (499 for an
+ * interrupted request); each request counted, timed, and run in a span that continues the
+ * caller's `traceparent` (what it asks of the kernel joins that trace).
+ */
 export const gatewayApp = Effect.gen(function* () {
   const started = performance.now()
-  const route = routeOf(new URL((yield* HttpServerRequest.HttpServerRequest).url, "http://gateway").pathname)
-  const response = yield* gatewayRouter.pipe(
-    Effect.catchTag("RouteNotFound", () => Effect.succeed(notFound)),
-    Effect.catchAllCause(failedRequestResponse)
+  const request = yield* HttpServerRequest.HttpServerRequest
+  const route = routeOf(new URL(request.url, "http://gateway").pathname)
+  const response = yield* requestSpan(
+    request.method,
+    route,
+    request.headers["traceparent"],
+    gatewayRouter.pipe(
+      Effect.catchTag("RouteNotFound", () => Effect.succeed(notFound)),
+      Effect.catchAllCause(failedRequestResponse)
+    )
   )
   gatewayMetrics.requests.inc({ route, status: String(response.status) })
   gatewayMetrics.seconds.observe({ route }, (performance.now() - started) / 1000)
@@ -48,8 +61,15 @@ export const layerGateway = (opts: GatewayOptions) =>
   Layer.suspend(() => {
     const server = createServer()
     const dropConnections = Layer.scopedDiscard(Effect.addFinalizer(() => Effect.sync(() => server.closeAllConnections())))
+    const link = layerKernelLink(opts.nats)
+    const m = opts.metrics
+    const metrics =
+      m === undefined
+        ? Layer.succeed(GatewayMetricsAddress, GatewayMetricsAddress.of({ port: undefined, host: "" }))
+        : Layer.scoped(GatewayMetricsAddress, Effect.flatMap(KernelLink, (l) => serveGatewayMetrics(m.port, m.host ?? "127.0.0.1", l.connected))).pipe(Layer.provide(link))
     return dropConnections.pipe(
-      Layer.provideMerge(HttpServer.serve(gatewayApp).pipe(Layer.provide(Layer.merge(layerKernelLink(opts.nats), ReadNonces.layer)))),
-      Layer.provideMerge(NodeHttpServer.layer(() => server, { port: opts.port, host: opts.host ?? "127.0.0.1" }))
+      Layer.provideMerge(HttpServer.serve(gatewayApp).pipe(Layer.provide(Layer.merge(link, ReadNonces.layer)))),
+      Layer.provideMerge(NodeHttpServer.layer(() => server, { port: opts.port, host: opts.host ?? "127.0.0.1" })),
+      Layer.merge(metrics)
     )
   })

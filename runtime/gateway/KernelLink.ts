@@ -1,9 +1,11 @@
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, FiberRef, Layer } from "effect"
+import { trace } from "@opentelemetry/api"
 import { connect, type NatsConnection } from "@nats-io/transport-node"
 import { DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream"
 import { Kvm } from "@nats-io/kv"
 import { WitnessClient } from "../client/Client.js"
 import { contextOfTraceparent } from "../observability/TraceContext.js"
+import { CurrentTrace } from "../observability/Tracing.js"
 import { Buckets, Streams, Subjects, inboxOptionOf } from "../schema/Subjects.js"
 
 /** Where the gateway's NATS connection goes and as whom (it forwards envelopes others signed). */
@@ -32,7 +34,11 @@ export class GatewayNatsError {
 export class KernelLink extends Context.Tag("wk/gateway/KernelLink")<
   KernelLink,
   {
-    /** Sends a body to a subject and returns the kernel's reply, whatever its status; `traceparent`: the HTTP request's W3C trace context, handed on to the kernel. */
+    /**
+     * Sends a body to a subject and returns the kernel's reply, whatever its status, in the
+     * request's trace: the fiber's `CurrentTrace` (the gateway's span of the HTTP request), else
+     * `traceparent` (the HTTP request's W3C trace context).
+     */
     readonly request: (subject: string, body: Uint8Array | object, traceparent?: string) => Effect.Effect<{ status: number } & Record<string, unknown>, GatewayNatsError>
     /** Every kernel's answer to `wk.v1.health` for `body` (those that answer within half a second). */
     readonly askKernels: (body: object) => Effect.Effect<ReadonlyArray<{ status: number } & Record<string, unknown>>, GatewayNatsError>
@@ -76,10 +82,10 @@ export const makeKernelLink = (opts: GatewayNats) =>
     const js = jetstream(nc)
     const kvm = new Kvm(nc)
     const request = (subject: string, body: Uint8Array | object, traceparent?: string) =>
-      !connected() ? Effect.fail(down()) : Effect.tryPromise({
-        try: () => client.request<{ status: number } & Record<string, unknown>>(subject, body, undefined, contextOfTraceparent(traceparent)),
+      !connected() ? Effect.fail(down()) : Effect.flatMap(FiberRef.get(CurrentTrace), (current) => Effect.tryPromise({
+        try: () => client.request<{ status: number } & Record<string, unknown>>(subject, body, undefined, trace.getSpanContext(current) !== undefined ? current : contextOfTraceparent(traceparent)),
         catch: (e) => new GatewayNatsError(`kernel did not answer on ${subject}: ${String(e)}`)
-      })
+      }))
     const askKernels = (body: object) =>
       !connected() ? Effect.fail(down()) : Effect.tryPromise({
         try: async () => {

@@ -14,7 +14,6 @@ import { GatewayNatsError, KernelLink } from "./KernelLink.js"
 import { signedBody } from "./SignedBody.js"
 import { signedRead } from "./SignedRead.js"
 import { staticFile, staticPaths } from "./StaticFiles.js"
-import { gatewayMetrics } from "./GatewayMetrics.js"
 
 /** At most this many open calls are read for one inbox listing. */
 const ListLimit = 500
@@ -114,13 +113,6 @@ const readyz = Effect.gen(function* () {
   return HttpServerResponse.unsafeJson({ status: ready ? "ready" : "not ready", checks }, { status: ready ? 200 : 503 })
 })
 
-/** `/metrics`: the gateway's Prometheus metrics. */
-const metrics = Effect.gen(function* () {
-  gatewayMetrics.natsConnected.set((yield* KernelLink).connected() ? 1 : 0)
-  const text = yield* Effect.promise(() => gatewayMetrics.registry.metrics())
-  return HttpServerResponse.text(text, { contentType: gatewayMetrics.registry.contentType })
-})
-
 /** Every route of the gateway. */
 export const gatewayRouter = staticPaths
   .reduce(
@@ -128,7 +120,6 @@ export const gatewayRouter = staticPaths
     HttpRouter.empty.pipe(
       HttpRouter.get("/healthz", healthz),
       HttpRouter.get("/readyz", readyz),
-      HttpRouter.get("/metrics", metrics),
       HttpRouter.post("/tool-calls", forwardSigned(Subjects.propose, ProposePayload, false)),
       HttpRouter.get("/kernels", listKernels),
       HttpRouter.get("/held", listHeld),

@@ -13,6 +13,13 @@ interface Check {
   readonly failure: string | undefined
 }
 
+/**
+ * How long one readiness check may take. The checks run at once, so `/readyz` answers within
+ * this (and a little) however NATS fails: inside a probe's default 1 s timeout (Kubernetes'
+ * `timeoutSeconds: 1`), whether the server is gone or hangs (SIGSTOP: the socket stays open).
+ */
+export const ReadinessDeadlineMs = 500
+
 /** Fails a promise that takes longer than `ms`. */
 const within = <A>(ms: number, p: Promise<A>): Promise<A> =>
   Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms).unref())])
@@ -21,9 +28,11 @@ const describe = (e: unknown) => (e instanceof Error ? e.message : String(e))
 
 /**
  * The kernel's operator endpoints on a small HTTP port: `/metrics` (Prometheus text),
- * `/healthz` (the process answers), `/readyz` (NATS connected, the streams there, a policy
- * loaded, the controller's consumer bound; 503 naming what is not). Listens until the scope
- * closes; a port in use is reported and the kernel runs on without it.
+ * `/healthz` (the process answers; reads nothing), `/readyz` (NATS answers a round trip, the
+ * streams there, a policy loaded, the controller's consumer bound; 503 naming what is not; every
+ * check at once, each within `ReadinessDeadlineMs`). Listens on `host` (127.0.0.1 unless told:
+ * `--metrics-host`) until the scope closes; a port in use is reported and the kernel runs on
+ * without it.
  */
 export const serveKernelHttp = (port: number, host = "127.0.0.1") =>
   Effect.gen(function* () {
@@ -40,31 +49,34 @@ export const serveKernelHttp = (port: number, host = "127.0.0.1") =>
       kernelMetrics.policyEpoch.set((await Runtime.runPromise(runtime)(Effect.flatMap(PolicyStore, (s) => s.current))).epoch)
       kernelMetrics.consumerLag.set((await within(1000, jsm.consumers.info(Streams.wakes, ControllerConsumer))).num_pending)
     })
-    const readiness = async (): Promise<ReadonlyArray<Check>> => {
-      const check = async (name: string, f: () => Promise<string | undefined>): Promise<Check> => {
-        try {
-          return { name, failure: await within(1000, f()) }
-        } catch (e) {
-          return { name, failure: describe(e) }
-        }
+    const check = async (name: string, f: () => Promise<string | undefined>): Promise<Check> => {
+      try {
+        return { name, failure: await within(ReadinessDeadlineMs, f()) }
+      } catch (e) {
+        return { name, failure: describe(e) }
       }
-      const nats: Check = { name: "nats", failure: connected && !nc.isClosed() ? undefined : "not connected to NATS" }
-      if (nats.failure !== undefined) return [nats, ...["streams", "policy", "consumer"].map((name) => ({ name, failure: "NATS is not connected" }))]
-      return [
-        nats,
-        await check("streams", async () => {
+    }
+    const readiness = (): Promise<ReadonlyArray<Check>> => {
+      if (!connected || nc.isClosed()) return Promise.resolve(["nats", "streams", "policy", "consumer"].map((name) => ({ name, failure: name === "nats" ? "not connected to NATS" : "NATS is not connected" })))
+      return Promise.all([
+        // A round trip: a server that hangs keeps the connection open and answers nothing.
+        check("nats", async () => {
+          await nc.flush()
+          return undefined
+        }),
+        check("streams", async () => {
           await Promise.all([Streams.events, Streams.sessions, Streams.wakes].map((s) => jsm.streams.info(s)))
           return undefined
         }),
-        await check("policy", async () => {
+        check("policy", async () => {
           const policy = await Runtime.runPromise(runtime)(Effect.flatMap(PolicyStore, (s) => s.current))
           return policy.epoch >= 1 ? undefined : "no policy epoch loaded"
         }),
-        await check("consumer", async () => {
+        check("consumer", async () => {
           await jsm.consumers.info(Streams.wakes, ControllerConsumer)
           return undefined
         })
-      ]
+      ])
     }
     const send = (res: ServerResponse, status: number, type: string, body: string) => {
       res.writeHead(status, { "content-type": type, "cache-control": "no-store" })

@@ -20,6 +20,8 @@ interface Service {
   readonly environment?: Record<string, string>
   readonly depends_on?: Record<string, { readonly condition: string }>
   readonly volumes?: ReadonlyArray<string>
+  readonly ports?: ReadonlyArray<string>
+  readonly healthcheck?: { readonly test: ReadonlyArray<string> }
 }
 // Compose resolves YAML merge keys (`<<: *anchor`), so the parse does too.
 const compose = parse(readFileSync(join(deploy, "compose.yaml"), "utf8"), { merge: true }) as { services: Record<string, Service>; volumes: Record<string, unknown> }
@@ -50,6 +52,20 @@ describe("docs/deploy/compose.yaml", () => {
     expect(compose.services["gateway"]!.environment).toMatchObject({ WK_GATEWAY_NATS_USER: "gateway" })
   })
 
+  it("publishes each kernel's metrics port bound on every address, ready by /readyz, and the gateway's metrics on a port of their own", () => {
+    for (const k of ["kernel-a", "kernel-b"]) {
+      const s = compose.services[k]!
+      expect(s.environment).toMatchObject({ WK_METRICS_PORT: "9464", WK_METRICS_HOST: "0.0.0.0" })
+      expect(s.ports?.some((p) => p.endsWith(":9464"))).toBe(true)
+      expect(s.healthcheck?.test.join(" ")).toContain("http://127.0.0.1:9464/readyz")
+    }
+    const g = compose.services["gateway"]!
+    const flag = (name: string) => g.command![g.command!.indexOf(name) + 1]
+    expect([flag("--port"), flag("--metrics-port"), flag("--metrics-host")]).toEqual(["8787", "9466", "0.0.0.0"])
+    expect(g.ports).toEqual(["8787:8787", "9466:9466"])
+    expect(g.depends_on).toMatchObject({ "kernel-a": { condition: "service_healthy" }, "kernel-b": { condition: "service_healthy" } })
+  })
+
   it("the node config is valid for nats-server (-t) and routes to the three services", () => {
     const conf = readFileSync(join(deploy, "nats", "nats-node.conf"), "utf8")
     for (const n of ["nats-1", "nats-2", "nats-3"]) expect(conf).toContain(`nats://${n}:6222`)
@@ -71,6 +87,9 @@ describe("docs/deploy/systemd", () => {
     const kernel = readFileSync(join(deploy, "systemd", "wk-kernel@.service"), "utf8")
     expect(kernel).toMatch(/^Requires=wk-provision\.service$/m)
     expect(kernel).toMatch(/^KillSignal=SIGINT$/m)
+    expect(kernel).toMatch(/^Environment=WK_METRICS_HOST=0\.0\.0\.0$/m)
+    const gateway = readFileSync(join(deploy, "systemd", "wk-gateway.service"), "utf8")
+    expect(gateway).toMatch(/^ExecStart=.* gateway --host 0\.0\.0\.0 --port 8787 --metrics-host 0\.0\.0\.0 --metrics-port 9466$/m)
   })
   it.skipIf(!analyze)("every unit passes systemd-analyze verify (a broken one does not)", () => {
     for (const u of units) {

@@ -3,6 +3,7 @@ import type { NatsConnection } from "@nats-io/transport-node"
 import { Effect, ManagedRuntime } from "effect"
 import { DemoBank } from "../../runtime/executor/DemoBank.js"
 import { layerGateway } from "../../runtime/gateway/Gateway.js"
+import { GatewayMetricsAddress } from "../../runtime/gateway/GatewayMetrics.js"
 import { signEnvelope } from "../../runtime/schema/EnvelopeSignature.js"
 import { devKeyPair } from "../../runtime/client/DevKeys.js"
 import { startKernel, type InProcessKernel } from "../support/InProcessKernel.js"
@@ -16,6 +17,8 @@ import type { Profile } from "../../runtime/schema/Profile.js"
 /** A real nats-server, an in-process kernel, the demo bank and the gateway on a free localhost port. */
 export interface GatewayHarness {
   readonly url: string
+  /** The gateway's metrics port (`/metrics`), apart from its public one. */
+  readonly metricsUrl: string
   readonly nats: TestNats
   readonly bank: DemoBank
   readonly kernelConn: NatsConnection
@@ -47,11 +50,13 @@ export const startGatewayHarness = async (profile: Profile = gatewayProfile()): 
   const kernelConn = await connectAs(nats.servers, "kernel")
   const bank = new DemoBank().serve(toolConn)
   serveVault(echoConn)
-  const gateway = ManagedRuntime.make(layerGateway({ nats: { servers: nats.servers, ...Roles.gateway }, port: 0 }))
+  const gateway = ManagedRuntime.make(layerGateway({ nats: { servers: nats.servers, ...Roles.gateway }, port: 0, metrics: { port: 0 } }))
   const address = await gateway.runPromise(Effect.map(HttpServer.HttpServer, (s) => s.address))
   if (address._tag !== "TcpAddress") throw new Error("gateway is not on TCP")
+  const metrics = await gateway.runPromise(GatewayMetricsAddress)
   return {
     url: `http://127.0.0.1:${address.port}`,
+    metricsUrl: `http://127.0.0.1:${metrics.port}`,
     nats,
     bank,
     kernelConn,

@@ -15,8 +15,8 @@ afterAll(async () => {
   await h?.stop()
 })
 
-const get = async (path: string) => {
-  const r = await fetch(`${h.url}${path}`)
+const get = async (path: string, at = h.url) => {
+  const r = await fetch(`${at}${path}`)
   return { status: r.status, type: r.headers.get("content-type") ?? "", text: await r.text() }
 }
 const sample = (text: string, name: string, labels: string): number => {
@@ -51,12 +51,13 @@ describe("the gateway's operator endpoints", () => {
     expect(JSON.parse(ready.text)).toEqual({ status: "ready", checks: { nats: "ok", streams: "ok" } })
   })
 
-  it("/metrics counts requests by route and status (held ids folded into the route)", async () => {
-    const before = (await get("/metrics")).text
+  it("/metrics, on the metrics port only, counts requests by route and status (held ids folded into the route)", async () => {
+    expect((await get("/metrics")).status).toBe(404)
+    const before = (await get("/metrics", h.metricsUrl)).text
     expect((await post(`${h.url}/tool-calls`, transfer(25))).status).toBe(200)
     expect((await post(`${h.url}/tool-calls`, "not json")).status).toBe(400)
     await get("/held/h_0123456789abcdef0123456789abcdef")
-    const m = await get("/metrics")
+    const m = await get("/metrics", h.metricsUrl)
     expect(m.type).toMatch(/^text\/plain/)
     const delta = (labels: string) => sample(m.text, "wk_gateway_requests_total", labels) - sample(before, "wk_gateway_requests_total", labels)
     expect(delta('route="/tool-calls",status="200"')).toBe(1)
@@ -74,6 +75,6 @@ describe("the gateway's operator endpoints", () => {
     const refused = await post(`${h.url}/tool-calls`, transfer(30))
     expect(refused).toMatchObject({ status: 503, body: { error: { code: "unavailable", message: expect.stringMatching(/^NATS is not connected/) } } })
     expect((await get("/healthz")).status).toBe(200)
-    expect((await get("/metrics")).text).toMatch(/^wk_gateway_nats_connected 0$/m)
+    expect((await get("/metrics", h.metricsUrl)).text).toMatch(/^wk_gateway_nats_connected 0$/m)
   })
 })

@@ -9,10 +9,12 @@ import { startKernelProcess, profileDir, type KernelProcess } from "../support/K
 import { startTestNats, type TestNats } from "../support/TestNats.js"
 import { clientFor, connectAs, testProfile } from "../support/Principals.js"
 import { eventually } from "../support/Stream.js"
+import { ReadinessDeadlineMs } from "../../runtime/observability/KernelHttp.js"
 
-// A kernel process started with a metrics port, as an operator runs it: its health and readiness
-// endpoints and its Prometheus metrics, scraped after real calls; readiness says 503, naming
-// NATS, once the server is gone.
+// A kernel process started with a metrics port and host, as an operator runs it: its health and
+// readiness endpoints and its Prometheus metrics, scraped after real calls; readiness answers a
+// probe with a 1 s timeout (Kubernetes' default) with 503, naming NATS, while the server hangs
+// (SIGSTOP) and once it is gone.
 const freePort = () =>
   new Promise<number>((resolve) => {
     const s = createServer()
@@ -27,8 +29,9 @@ let nats: TestNats
 let kernel: KernelProcess
 let conns: Array<NatsConnection> = []
 let base = ""
-const get = async (path: string) => {
-  const r = await fetch(`${base}${path}`)
+/** A GET as a probe makes it: given up after 1 s (Kubernetes' default `timeoutSeconds`). */
+const get = async (path: string, at = base) => {
+  const r = await fetch(`${at}${path}`, { signal: AbortSignal.timeout(1000) })
   return { status: r.status, type: r.headers.get("content-type") ?? "", text: await r.text() }
 }
 /** A sample's value from Prometheus text (0 when absent). */
@@ -40,8 +43,9 @@ const sample = (text: string, name: string, labels = ""): number => {
 beforeAll(async () => {
   nats = await startTestNats()
   const port = await freePort()
-  base = `http://127.0.0.1:${port}`
-  kernel = await startKernelProcess(nats.servers, profileDir([testProfile()]), { WK_METRICS_PORT: String(port) })
+  // Another loopback address than the default one: the endpoints are where the option says only.
+  base = `http://127.0.0.2:${port}`
+  kernel = await startKernelProcess(nats.servers, profileDir([testProfile()]), { WK_METRICS_PORT: String(port), WK_METRICS_HOST: "127.0.0.2" })
   const [tool, agent] = await Promise.all([connectAs(nats.servers, "bank"), connectAs(nats.servers, "agent")])
   conns = [tool, agent]
   new DemoBank().serve(tool)
@@ -54,8 +58,10 @@ afterAll(async () => {
 })
 
 describe("the kernel's operator endpoints", () => {
-  it("says where they are when it starts", () => {
+  it("says where they are when it starts, and listens on the address it was given only", async () => {
     expect(kernel.output()).toContain(`Ops:   ${base}/metrics, /healthz, /readyz`)
+    expect((await get("/healthz")).status).toBe(200)
+    await expect(get("/healthz", base.replace("127.0.0.2", "127.0.0.1"))).rejects.toThrow()
   })
 
   it("/healthz answers; /readyz is ready with every check ok", async () => {
@@ -126,12 +132,26 @@ describe("the kernel's operator endpoints", () => {
     }
   })
 
-  it("/readyz says 503 naming NATS once the server is gone, and /healthz still answers", async () => {
+  it("/readyz answers a probe 503 naming NATS while the server hangs (SIGSTOP), and ready once it runs again", async () => {
+    process.kill(nats.pid, "SIGSTOP")
+    try {
+      const r = await get("/readyz")
+      expect(r.status).toBe(503)
+      const body = JSON.parse(r.text) as { status: string; checks: Record<string, string> }
+      expect(body.status).toBe("not ready")
+      expect(body.checks["nats"]).toBe(`no answer within ${ReadinessDeadlineMs} ms`)
+      expect((await get("/healthz")).status).toBe(200)
+    } finally {
+      process.kill(nats.pid, "SIGCONT")
+    }
+    await eventually(async () => (await get("/readyz").catch(() => ({ status: 0 }))).status === 200, 20_000)
+  })
+
+  it("/readyz answers the first probe after the server is gone 503 naming NATS, and /healthz still answers", async () => {
     await nats.stop()
-    await eventually(async () => (await get("/readyz")).status === 503, 10_000)
     const r = JSON.parse((await get("/readyz")).text) as { status: string; checks: Record<string, string> }
     expect(r.status).toBe("not ready")
-    expect(r.checks["nats"]).toBe("not connected to NATS")
+    expect(["not connected to NATS", `no answer within ${ReadinessDeadlineMs} ms`]).toContain(r.checks["nats"])
     expect((await get("/healthz")).status).toBe(200)
   })
 })

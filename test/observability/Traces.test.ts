@@ -15,7 +15,7 @@ import { HttpServer } from "@effect/platform"
 import { Effect, ManagedRuntime } from "effect"
 import { layerGateway } from "../../runtime/gateway/Gateway.js"
 import { Roles } from "../support/TestNats.js"
-import { transfer as signedTransfer } from "../gateway/GatewayHarness.js"
+import { readAuth, transfer as signedTransfer } from "../gateway/GatewayHarness.js"
 
 // One trace per call: the agent's span is the parent of the kernel's; plugins, commits, the
 // tool request (whose traceparent the tool service receives) and the delivery are in it; a
@@ -136,7 +136,7 @@ describe("traces", () => {
     expect(attestation!.links.map((l) => l.context.spanId)).toContain(attest!.spanContext().spanId)
   })
 
-  it("the gateway hands an HTTP request's traceparent on to the kernel", async () => {
+  it("the gateway continues an HTTP request's trace in a span of its own, writes and reads alike, and the kernel's spans are its children", async () => {
     const gateway = ManagedRuntime.make(layerGateway({ nats: { servers: nats.servers, ...Roles.gateway }, port: 0 }))
     try {
       const address = await gateway.runPromise(Effect.map(HttpServer.HttpServer, (s) => s.address))
@@ -149,9 +149,26 @@ describe("traces", () => {
         body: JSON.stringify(signedTransfer(20, "s-traces-gw"))
       })
       expect(r.status).toBe(200)
+      const heldId = ((await r.json()) as { held_id: string }).held_id
+      const [post] = named(spansOfTrace(traceId), "wk.gateway POST /tool-calls")
+      expect(parentOf(post!)).toBe(spanId)
+      expect(post!.attributes["http.response.status_code"]).toBe(200)
       const [propose] = named(spansOfTrace(traceId), "wk.propose")
-      expect(parentOf(propose!)).toBe(spanId)
+      expect(parentOf(propose!)).toBe(post!.spanContext().spanId)
       expect(named(spansOfTrace(traceId), "wk.tool").length).toBe(1)
+
+      // A signed read: the gateway's span in the caller's (another) trace, the kernel's read under it.
+      const readTrace = "5cf92f3577b34da6a3ce929d0e0e4737"
+      const readSpan = "11f067aa0ba902b8"
+      const read = await fetch(`http://127.0.0.1:${address.port}/held/${heldId}`, {
+        headers: { traceparent: `00-${readTrace}-${readSpan}-01`, authorization: readAuth("agent:alice", "GET", `/held/${heldId}`) }
+      })
+      expect(read.status).toBe(200)
+      const [get] = named(spansOfTrace(readTrace), "wk.gateway GET /held/:held_id")
+      expect(parentOf(get!)).toBe(readSpan)
+      const [kernelRead] = named(spansOfTrace(readTrace), "wk.get")
+      expect(kernelRead).toBeDefined()
+      expect(parentOf(kernelRead!)).toBe(get!.spanContext().spanId)
     } finally {
       await gateway.dispose()
     }
