@@ -162,6 +162,25 @@ describe("evidence the kernel verifies", () => {
     expect(effectsOf("deploy")).toBe(1)
   })
 
+  it("evidence binds content: a branch the agent names is refused, so moving it after the check runs nothing; the full commit id is what is checked and run", async () => {
+    git("branch", "-f", "release", onMain)
+    const named = await propose("deploy", { commit: "release" })
+    expect((await carol.decide(named, "human")).disposition).toBe("accepted")
+    // CI vouches for whatever the call names; the verifier does not vouch for a name.
+    expect((await ciStatus(named, "release", "success")).disposition).toBe("accepted")
+    const [v] = await runner.verify(named)
+    expect(v).toMatchObject({ term: "merged", status: "failed", reason: expect.stringContaining("params.commit: 'release' is not a full commit id") })
+    // An abbreviated id names a commit only while no other shares its prefix: refused as well.
+    await expect(gitAncestry({ app: repo }, 5_000)({ repo: "app", commit: onMain.slice(0, 12), ref: "main" })).rejects.toThrow(/not a full commit id/)
+    // The agent moves the branch to the unreviewed commit: the call still may not run.
+    git("branch", "-f", "release", offMain)
+    expect((await carol.decide(named, "human")).disposition).toMatch(/accepted|duplicate/)
+    expect((await factsOf(named)).lifecycle).toBe("open")
+    expect(effectsOf("deploy")).toBe(1)
+    // What the verifier read for the full id names that id: it is what the call carries and runs.
+    expect(await gitAncestry({ app: repo }, 5_000)({ repo: "app", commit: onMain, ref: "main" })).toMatchObject({ commit: onMain, commit_sha: onMain, is_ancestor: true })
+  })
+
   it("no one but the term's verifier may supply its evidence: not the proposer, not the human witness", async () => {
     const heldId = await propose("deploy", { commit: onMain })
     const h = await factsOf(heldId)
