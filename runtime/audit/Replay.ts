@@ -100,7 +100,7 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
     for (const m of policyMsgs) {
       const body = text.decode(m.data)
       const r = decodePolicy(body)
-      if (Either.isRight(r)) records.push({ ...r.right, seq: m.seq, profiles_digest: startupDigest((JSON.parse(body) as { profiles: unknown }).profiles) })
+      if (Either.isRight(r)) records.push({ ...r.right, seq: m.seq, stored: m.time, profiles_digest: startupDigest((JSON.parse(body) as { profiles: unknown }).profiles) })
       else fail("_policy", [m.seq], `a policy record does not decode: ${r.left.message.slice(0, 200)}`)
     }
     // A witnessed policy change is authorized by its call's signed proposal and approvals.
@@ -133,6 +133,9 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
     const checkpointMsgs: Array<RawMessage> = []
     const recordMsgs: Array<HistoryMessage> = []
     const rotationMsgs: Array<RawMessage> = []
+    // The server's store time of each call commit read from the stream: which registry judges a
+    // signed request comes from the store's order and time, not from the time the request claims.
+    const storeTimes = new Map<number, number>()
     let events = 0
     let prevSeq = 0
     let firstSeq = 0
@@ -158,6 +161,7 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
       let log = calls.get(heldId)
       if (log === undefined) calls.set(heldId, (log = { heldId, messages: [], signed: [] }))
       log.messages.push(m)
+      if (m.time > 0) storeTimes.set(m.seq, m.time)
       submit(log, m)
     }
 
@@ -183,7 +187,10 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
           Effect.map(readSubject(stream, `${layout.prefix}${log.heldId}`, 1, firstSeq), (earlier) => {
             if (earlier.length === 0) return
             backfilled += earlier.length
-            for (const m of earlier) submit(log, m)
+            for (const m of earlier) {
+              if (m.time > 0) storeTimes.set(m.seq, m.time)
+              submit(log, m)
+            }
             log.messages.unshift(...earlier)
           }),
         { concurrency: 16, discard: true }
@@ -242,6 +249,7 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
       // A worker answers per commit: true when every envelope in it verifies; otherwise the
       // check verifies each envelope of that commit itself.
       verified: (seq) => (verifier.verdict(seq) === true ? true : undefined),
+      storedAt: (seq) => storeTimes.get(seq) ?? 0,
       ...(deliveries._tag === "read" ? { deliveries: deliveries.byHeld, deliveriesFrom: deliveries.from } : {})
     }
     // Calls whose verdicts are in are checked while the workers verify the rest; results are

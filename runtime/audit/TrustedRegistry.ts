@@ -11,7 +11,7 @@ import type { Finding, Unverified } from "./checks/Check.js"
 import type { TrustRoot } from "./TrustRoot.js"
 
 /** A `policy.applied` record as read: its stream sequence and the digest of its stored profiles. */
-export type PolicyRecord = PolicyApplied & { readonly seq: number; readonly profiles_digest: string }
+export type PolicyRecord = PolicyApplied & { readonly seq: number; readonly profiles_digest: string; readonly stored?: number }
 
 /**
  * Where trust starts: a root given out of band, or (no root) the first record as found, which

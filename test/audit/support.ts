@@ -105,10 +105,12 @@ export const forgedApproval = (
   template: Record<string, unknown>,
   held: { held_id: string; generation: number; call_digest: string; contract_digest: string },
   witness: string,
-  secretKey: Uint8Array
+  secretKey: Uint8Array,
+  /** The time the approval claims (default now): signed as its issued_at and recorded as its at. */
+  at: Date = new Date()
 ): Record<string, unknown> => {
   const env = template["envelope"] as { payload: Record<string, unknown> }
-  const payload = { ...env.payload, ...held, principal: witness, class: "human", decision: "approve", nonce: `forged-${witness}`, issued_at: new Date().toISOString(), expires_at: new Date(Date.now() + 3_600_000).toISOString() }
+  const payload = { ...env.payload, ...held, principal: witness, class: "human", decision: "approve", nonce: `forged-${witness}`, issued_at: at.toISOString(), expires_at: new Date(at.getTime() + 3_600_000).toISOString() }
   const digest = jcsDigest(payload)
   return {
     ...template,

@@ -49,9 +49,9 @@ export const attestationBinding: HeldCheck = {
           c.fail([seq], "the signed edit is not an edit payload (protocol: Edit)")
           continue
         }
-        const inForce = ctx.policy.around(event.at)
+        const inForce = ctx.policy.registryAt(seq, event.at, ctx.storedAt?.(seq) ?? 0)
         if (inForce.length === 0) {
-          c.unsure([seq], `no policy record in force at ${event.at}: the editor's registration and class not verified`)
+          c.unsure([seq], `no policy record before seq ${seq}: the editor's registration and class not verified`)
           continue
         }
         const refusals = inForce.map((x) => judgeEdit(before, e, event.envelope, registryOf(x.policy), Date.parse(event.at)))
@@ -65,9 +65,9 @@ export const attestationBinding: HeldCheck = {
           c.fail([seq], "the signed extension is not an extend payload (protocol: Extend)")
           continue
         }
-        const inForce = ctx.policy.around(event.at)
+        const inForce = ctx.policy.registryAt(seq, event.at, ctx.storedAt?.(seq) ?? 0)
         if (inForce.length === 0) {
-          c.unsure([seq], `no policy record in force at ${event.at}: the extension's witness not verified`)
+          c.unsure([seq], `no policy record before seq ${seq}: the extension's witness not verified`)
           continue
         }
         const refusals = inForce.map((x) => judgeExtend(before, e, event.envelope, registryOf(x.policy), Date.parse(event.at), x.policy.heldTtlMs))
@@ -93,16 +93,21 @@ export const attestationBinding: HeldCheck = {
         c.fail([seq], "accepted before any proposal of this call")
         continue
       }
-      const inForce = ctx.policy.around(event.at)
+      // The registry in force where the approval is stored, never at the time it claims: an
+      // approval written after its key was removed and dated before is named as backdated.
+      const inForce = ctx.policy.registryAt(seq, event.at, ctx.storedAt?.(seq) ?? 0)
       const policies: ReadonlyArray<ActivePolicy> =
         inForce.length > 0 ? inForce.map((e) => e.policy) : [activePolicy(0, [{ name: "unrecorded", principals: { [p.principal]: { keys: [], classes: [p.class] } } }])]
-      if (inForce.length === 0) c.unsure([seq], `no policy record in force at ${event.at}: witness registration and class not verified`)
+      if (inForce.length === 0) c.unsure([seq], `no policy record before seq ${seq}: witness registration and class not verified`)
       const now = Date.parse(event.at)
       const verdicts = policies.map((policy) => judgeAttestation(before, p, event.envelope, registryOf(policy), now))
       const accepted = verdicts.some((v) => v.disposition === "accepted")
       if (!accepted) {
         const v = verdicts[0]!
-        c.fail([seq], `accepted, but the acceptance rule says ${v.disposition}: ${"reason" in v ? v.reason : ""}`)
+        const claimed = inForce.length === 0 ? [] : ctx.policy.around(event.at).filter((e) => judgeAttestation(before, p, event.envelope, registryOf(e.policy), now).disposition === "accepted")
+        c.fail([seq], claimed.length > 0
+          ? `backdated approval: ${p.principal}'s approval claims ${event.at}, under epoch ${claimed.map((e) => e.epoch).join(", ")}, but it is stored at seq ${seq}, where epoch ${inForce.map((e) => e.epoch).join(", ")} is in force and the acceptance rule says ${v.disposition}: ${"reason" in v ? v.reason : ""}`
+          : `accepted, but the acceptance rule says ${v.disposition}: ${"reason" in v ? v.reason : ""}`)
       }
     }
     return c.done()

@@ -39,6 +39,8 @@ export interface CheckContext {
    * undefined for an envelope means "verify it now".
    */
   readonly verified?: (seq: number, env: Envelope) => boolean | undefined
+  /** The server's store time (ms) of the commit at `seq`; 0 or absent: unknown (archived, exported). */
+  readonly storedAt?: (seq: number) => number
 }
 
 /** Something a check could not decide (not a violation). */

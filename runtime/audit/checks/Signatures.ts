@@ -6,6 +6,7 @@ import { policyCall, PolicyApplyTool } from "../../policy/PolicyChange.js"
 import type { Envelope } from "../../schema/Envelope.js"
 import type { HeldEvent } from "../../schema/Events.js"
 import { collector, type HeldCheck } from "./Check.js"
+import type { PolicyEpoch } from "../PolicyHistory.js"
 
 const isBatch = compileGuard(AttestBatchPayload)
 
@@ -105,13 +106,18 @@ export const signatures: HeldCheck = {
         c.fail([seq], `${event.type}: payload.principal is missing`)
         continue
       }
-      const inForce = ctx.policy.around(event.at)
+      // The registry in force where the request is stored, never at the time it claims.
+      const inForce = ctx.policy.registryAt(seq, event.at, ctx.storedAt?.(seq) ?? 0)
       if (inForce.length === 0) {
-        c.unsure([seq], `${event.type}: no policy record in force at ${event.at}; cannot tell whether the key was registered to ${principal}`)
+        c.unsure([seq], `${event.type}: no policy record before seq ${seq}; cannot tell whether the key was registered to ${principal}`)
         continue
       }
-      if (!inForce.some((p) => p.policy.principals.get(principal)?.keys.includes(env.key) ?? false)) {
-        c.fail([seq], `${event.type}: key ${env.key} was not registered to ${principal} at ${event.at} (epochs ${inForce.map((p) => p.epoch).join(", ")})`)
+      const registered = (p: PolicyEpoch) => p.policy.principals.get(principal)?.keys.includes(env.key) ?? false
+      if (!inForce.some(registered)) {
+        const claimed = ctx.policy.around(event.at).filter(registered)
+        c.fail([seq], claimed.length > 0
+          ? `backdated: ${event.type} claims ${event.at}, when key ${env.key} was registered to ${principal} (epoch ${claimed.map((p) => p.epoch).join(", ")}), but it is stored at seq ${seq}, where epoch ${inForce.map((p) => p.epoch).join(", ")} is in force and does not register it`
+          : `${event.type}: key ${env.key} was not registered to ${principal} at seq ${seq} (epochs ${inForce.map((p) => p.epoch).join(", ")})`)
       }
     }
     return c.done()
