@@ -4,12 +4,12 @@ import { WitnessClient } from "../client/Client.js"
 import { devKeyPair } from "../client/DevKeys.js"
 import { natsOptionsFromUrl, type NatsOptions } from "../ledger/Nats.js"
 import { KeyFile } from "../plugins/Signing.js"
+import { CliError } from "./CliError.js"
 import { activeContext } from "./Context.js"
 import { globalSelection } from "./ContextSelection.js"
 import { ExitCode } from "./Exit.js"
 
-/** A CLI failure: one line that says what to do, and the exit code it ends the command with. */
-export class CliError extends Schema.TaggedError<CliError>()("CliError", { message: Schema.String, exit: Schema.optional(Schema.Number) }) {}
+export { CliError }
 
 /**
  * The NATS URL the CLI talks to: `--server`, else NATS_URL, else the context's server, else the

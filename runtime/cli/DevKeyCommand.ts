@@ -3,7 +3,7 @@ import { Console, Effect } from "effect"
 import { existsSync, writeFileSync } from "node:fs"
 import { devKeyPair } from "../client/DevKeys.js"
 import type { KeyFile } from "../plugins/Signing.js"
-import { CliError } from "./Connect.js"
+import { CliError } from "./CliError.js"
 
 /**
  * `wk dev-key <principal>`: the principal's development key (derived from its name, so anyone can

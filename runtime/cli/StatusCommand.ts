@@ -2,9 +2,7 @@ import { Command, Options } from "@effect/cli"
 import { Console, Effect, Option, Schema } from "effect"
 import { jetstreamManager } from "@nats-io/jetstream"
 import { Kvm } from "@nats-io/kv"
-import { StatusSubject } from "../protocol/Status.js"
-import { Buckets, Streams } from "../schema/Subjects.js"
-import { ControllerConsumer } from "../ledger/Provision.js"
+import { Buckets, Consumers, Streams, Subjects } from "../schema/Subjects.js"
 import { ReevaluationKeyPrefix, ReevaluationProgress, summarize, type ReevaluationSummary } from "../schema/ReevaluationProgress.js"
 import { ask, connectClient } from "./Connect.js"
 import { deliveryStateOf, getHeld, openHeldIds, stateOf } from "./HeldCommands.js"
@@ -63,11 +61,11 @@ export const statusCommand = Command.make(
       }
       const kernels = yield* ask("ask kernels", async () => {
         const out: Array<Record<string, unknown>> = []
-        for await (const m of await nc.requestMany(StatusSubject, new Uint8Array(0), { maxWait: 500 })) out.push(m.json<Record<string, unknown>>())
+        for await (const m of await nc.requestMany(Subjects.adminStatus, new Uint8Array(0), { maxWait: 500 })) out.push(m.json<Record<string, unknown>>())
         return out
       })
       const plugins = (policy?.profiles ?? []).flatMap((p) => (p.plugins ?? []).map((pin) => ({ profile: p.name, name: pin.name, version: pin.version, sha256: pin.sha256, signer: pin.signer, stages: pin.stages })))
-      const controller = streams.find((st) => st.name === Streams.wakes)?.consumers.find((c) => c.name === ControllerConsumer)
+      const controller = streams.find((st) => st.name === Streams.wakes)?.consumers.find((c) => c.name === Consumers.controller)
       const report = {
         server: nc.getServer(),
         controller_lag: controller === undefined ? null : controller.pending + controller.ack_pending,

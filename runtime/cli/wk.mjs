@@ -1,12 +1,16 @@
 #!/usr/bin/env node
-// The `wk` binary. It runs the compiled CLI in build/ (written by `npm run build`, which `npm ci`
-// and `npm install` run as the `prepare` step). When a source under runtime/ or plugin-sdk/tools/
-// is newer than that build, or there is no build, it runs the TypeScript sources through tsx
-// instead, so a checkout being edited never runs stale code. Everything here resolves from this
-// file's own location, never from the current directory, so `wk` works from any folder.
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs"
-import { dirname, join } from "node:path"
+// The `wk` binary. It runs the bundled CLI in build/cli/ (runtime/cli/bundleCli.mjs, written by
+// `npm run build`, which `npm ci` and `npm install` run as the `prepare` step) through a V8 code
+// cache kept beside it, one cache file per command and bundle, so a command's later starts skip
+// compiling the code its first start compiled. When a source under runtime/ or plugin-sdk/tools/
+// is newer than that bundle, or there is none, it runs the TypeScript sources through tsx instead,
+// so a checkout being edited never runs stale code. Everything resolves from this file's own
+// location, never from the current directory, so `wk` works from any folder.
+import { existsSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync, mkdirSync } from "node:fs"
+import { createRequire } from "node:module"
+import { basename, dirname, join } from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
+import { Script, constants as vmConstants } from "node:vm"
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..")
 const argv = process.argv.slice(2)
@@ -28,8 +32,10 @@ const newestSource = () => {
   return newest
 }
 
-const built = join(root, "build", "runtime", "cli", "main.js")
-const fresh = existsSync(built) && statSync(built).mtimeMs >= newestSource()
+const bundles = join(root, "build", "cli")
+const dispatcher = join(bundles, "wk.cjs")
+// Only a checkout (it has .git) is edited; an installed package runs its build without looking.
+const fresh = existsSync(dispatcher) && (!existsSync(join(root, ".git")) || statSync(dispatcher).mtimeMs >= newestSource())
 
 // The plugin host uses WASI, which Node flags as experimental on every start: not the user's concern.
 process.removeAllListeners("warning")
@@ -37,9 +43,74 @@ process.on("warning", (w) => {
   if (w.name !== "ExperimentalWarning") process.stderr.write(`${w.name}: ${w.message}\n`)
 })
 
-if (fresh) await import(pathToFileURL(built).href)
+/**
+ * The command a cache file is kept for: the first word that is not an option, past the global
+ * options (`--server URL`, `--context NAME`). Each command compiles different code, so each keeps
+ * its own cache; the bundle's size and time and this Node's version name the cache, so a rebuilt
+ * bundle or another Node never reads bytecode compiled for something else.
+ */
+const command = (() => {
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]
+    if (a === "--server" || a === "--context") i++
+    else if (!a.startsWith("-")) return /^[a-z][a-z0-9-]{0,30}$/.test(a) ? a : "wk"
+  }
+  return "wk"
+})()
+
+/** Runs a bundle as CommonJS with the command's code cache, writes that cache when it had none, and returns its exports. */
+const runBundle = (bundle) => {
+  const stat = statSync(bundle)
+  const cache = join(bundles, "cache", `${command}-${basename(bundle, ".cjs")}-${stat.size}-${Math.floor(stat.mtimeMs)}-${process.version}-${process.arch}.v8`)
+  let cachedData
+  try {
+    cachedData = readFileSync(cache)
+  } catch {}
+  const source = readFileSync(bundle, "utf8").replace(/^#!.*/, "")
+  const script = new Script(`(function (exports, require, module, __filename, __dirname) {${source}\n})`, {
+    filename: bundle,
+    cachedData,
+    importModuleDynamically: vmConstants.USE_MAIN_CONTEXT_DEFAULT_LOADER
+  })
+  if (cachedData === undefined || script.cachedDataRejected) {
+    // Written at exit, so the cache holds the code this command ran, not only the top level. A
+    // folder the user cannot write (a global install) just means no cache.
+    process.once("exit", () => {
+      try {
+        mkdirSync(dirname(cache), { recursive: true })
+        const temp = `${cache}.${process.pid}`
+        writeFileSync(temp, script.createCachedData())
+        renameSync(temp, cache)
+      } catch {}
+    })
+  }
+  const module = { exports: {} }
+  script.runInThisContext().call(module.exports, module.exports, createRequire(bundle), module, bundle, dirname(bundle))
+  return module.exports
+}
+
+/**
+ * The loader main.ts asks for a command's modules: the smallest bundle that holds them all (see
+ * runtime/cli/bundleCli.mjs), run once; its modules and Run.ts's runner come from that one bundle.
+ */
+const loaded = new Map()
+globalThis[Symbol.for("witness-kernel.cli.load")] = async (modules) => {
+  const groups = JSON.parse(readFileSync(join(bundles, "groups.json"), "utf8"))
+  const group = groups.find((g) => modules.every((m) => g.modules.includes(m)))
+  if (group === undefined) throw new Error(`wk: no bundle in ${bundles} holds ${modules.join(", ")} (run \`npm run build\`)`)
+  if (!loaded.has(group.file)) loaded.set(group.file, runBundle(join(bundles, group.file)))
+  const exports = loaded.get(group.file)
+  const [run, ...mods] = await Promise.all([exports.run(), ...modules.map((m) => exports.modules[m]())])
+  return { modules: mods, runCommand: run.runCommand }
+}
+
+if (fresh) runBundle(dispatcher)
 else {
-  const { register } = await import("tsx/esm/api")
-  register()
+  const tsx = await import("tsx/esm/api").catch(() => undefined)
+  if (tsx === undefined) {
+    process.stderr.write(`wk: ${bundles} is missing or older than the sources, and tsx (a development dependency) is not installed: run \`npm run build\` in ${root}\n`)
+    process.exit(1)
+  }
+  tsx.register()
   await import(pathToFileURL(join(root, "runtime", "cli", "main.ts")).href)
 }

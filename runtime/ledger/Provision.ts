@@ -5,7 +5,7 @@ import { Objm } from "@nats-io/obj"
 import { errors } from "@nats-io/transport-node"
 import { ArchiveBucket } from "../schema/Archive.js"
 import { AckPolicy, DeliverPolicy, DiscardPolicy, RetentionPolicy, StorageType, type StreamConfig } from "@nats-io/jetstream"
-import { Buckets, Streams } from "../schema/Subjects.js"
+import { Buckets, Consumers, Streams } from "../schema/Subjects.js"
 import { LedgerError } from "./LedgerError.js"
 import { Nats } from "./Nats.js"
 import { DefaultRetention, type RetentionConfig } from "./Retention.js"
@@ -146,7 +146,7 @@ const permissionDenied = (e: unknown): boolean => {
 }
 
 /** The durable consumer on `WK_WAKES` every kernel process shares: each wake is handled by one of them. */
-export const ControllerConsumer = "wk-controller"
+export const ControllerConsumer = Consumers.controller
 
 /**
  * Creates the controller's consumer when it is missing (an existing one is left as it is):

@@ -1,4 +1,5 @@
 import { Effect } from "effect"
+import { Subjects } from "../schema/Subjects.js"
 import { KernelVersion } from "../observability/KernelVersion.js"
 import { kernelMetrics } from "../observability/KernelMetrics.js"
 import { Nats } from "../ledger/Nats.js"
@@ -7,7 +8,7 @@ import { PolicyStore } from "../policy/PolicyStore.js"
 import type { ReevaluationWork } from "../loops/PolicyReevaluation.js"
 
 /** `wk.v1.admin.status`: every kernel process answers (no queue group) with its own figures. */
-export const StatusSubject = "wk.v1.admin.status"
+export const StatusSubject = Subjects.adminStatus
 
 /** `working`: the shard of a policy re-evaluation this process is walking now, if any. */
 export const serveStatus = (working: Effect.Effect<ReevaluationWork | null>) => Effect.gen(function* () {

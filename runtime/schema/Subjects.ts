@@ -16,6 +16,8 @@ export const Subjects = {
   cancel: "wk.v1.held.cancel",
   ack: "wk.v1.held.ack",
   policyApply: "wk.v1.admin.policy.apply",
+  /** Every kernel process answers (no queue group) with its own figures, for operators (`wk status`). */
+  adminStatus: "wk.v1.admin.status",
   /** Every kernel process answers (no queue group) with its health, to a signed reader. */
   health: "wk.v1.health",
   /** The tools the signed reader is granted under the policy in force (what an agent may offer its model). */
@@ -46,6 +48,12 @@ export const Streams = {
   sessions: "WK_SESSIONS",
   wakes: "WK_WAKES",
   witness: "WK_WITNESS"
+} as const
+
+/** Durable consumers the kernel creates. */
+export const Consumers = {
+  /** The controller's consumer of WK_WAKES. */
+  controller: "wk-controller"
 } as const
 
 export const Buckets = {
