@@ -11,7 +11,9 @@ import { dirname, join, relative } from "node:path"
 import { fileURLToPath } from "node:url"
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..")
-const out = join(root, "build", "cli")
+// The build folder: build/ of this package, or the folder given (where tsc --outDir wrote, for an image's layout).
+const buildDir = process.argv[2] ?? join(root, "build")
+const out = join(buildDir, "cli")
 
 // Packages that start worker threads from their own files, load native or optional modules, or
 // are ESM only and loaded with import() (assemblyscript, for `wk plugin build`): loaded from
@@ -28,7 +30,7 @@ const workersBesideTheirModules = {
     b.onLoad({ filter: /[\\/]runtime[\\/].*\.ts$/ }, (args) => {
       const source = readFileSync(args.path, "utf8")
       if (!/new URL\("\.\/[^"]+", import\.meta\.url\)/.test(source)) return undefined
-      const dir = relative(out, join(root, "build", relative(root, dirname(args.path)))).split("\\").join("/")
+      const dir = relative(out, join(buildDir, relative(root, dirname(args.path)))).split("\\").join("/")
       return { contents: source.replace(/new URL\("\.\/([^"]+)", import\.meta\.url\)/g, (_m, file) => `new URL("${dir}/${file}", import.meta.url)`), loader: "ts" }
     })
   }

@@ -41,6 +41,8 @@ const copy = (line: string) => {
       // The build stage's `npm run -s build`, written where the final stage puts it.
       const tsc = spawnSync(process.execPath, [join(repoRoot, "node_modules", "typescript", "bin", "tsc"), "-p", join(repoRoot, "tsconfig.build.json"), "--outDir", target], { encoding: "utf8" })
       expect(tsc.status, tsc.stdout + tsc.stderr).toBe(0)
+      const bundle = spawnSync(process.execPath, [join(repoRoot, "runtime", "cli", "bundleCli.mjs"), target], { encoding: "utf8" })
+      expect(bundle.status, bundle.stdout + bundle.stderr).toBe(0)
     } else {
       throw new Error(`the Dockerfile copies ${src} from stage ${from}: teach this test how that stage makes it`)
     }
