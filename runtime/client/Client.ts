@@ -202,7 +202,7 @@ export class WitnessClient {
 
   /** The tools this principal is granted under the policy in force (`wk.v1.grants.get`, a signed read). */
   grants(): Promise<{ status: number; principal?: string; policy_epoch?: number; tools?: ReadonlyArray<string>; error?: ErrorReply["error"] }> {
-    return this.request(Subjects.grants, { reader: this.sign({ op: "read", principal: this.principal, issued_at: new Date().toISOString(), nonce: randomBytes(12).toString("hex") }) })
+    return this.request(Subjects.grants, { reader: this.signedRead(Subjects.grants) })
   }
 
   /** The generation of the last held reply per call this client proposed: what an edit supersedes. */
@@ -245,8 +245,17 @@ export class WitnessClient {
     this.nc.subscribe(Subjects.presence(sessionId))
   }
 
-  get(heldId: string): Promise<{ status: number; held?: Record<string, unknown> & { session_id: string; generation: number; call_digest: string; contract_digest: string | null; witness_request?: WitnessRequest | null }; error?: ErrorReply["error"] }> {
-    return this.request(Subjects.get, { held_id: heldId })
+  /**
+   * A held call as this principal may read it (`wk.v1.held.get` with a signed read of that call):
+   * its own view, or from a witness login the witness view that login reads unsigned.
+   */
+  get(heldId: string): Promise<{ status: number; view?: string; held?: Record<string, unknown> & { session_id: string; generation: number; call_digest: string; contract_digest: string | null; witness_request?: WitnessRequest | null }; error?: ErrorReply["error"] }> {
+    return this.request(Subjects.get, { held_id: heldId, reader: this.signedRead(Subjects.get, { held_id: heldId }) })
+  }
+
+  /** A signed read of `subject` (and what it names), fresh: the kernel accepts its nonce once. */
+  signedRead(subject: string, target: Record<string, unknown> = {}): Envelope {
+    return this.sign({ op: "read", principal: this.principal, path: subject, ...target, issued_at: new Date().toISOString(), nonce: randomBytes(12).toString("hex") })
   }
 
   /** Signs and sends an attestation bound to exactly the given call facts. */
@@ -329,7 +338,7 @@ export class WitnessClient {
 
   /** The standing approvals this principal gave or is covered by (all of them for an admin): `wk.v1.standing.list`, a signed read. */
   standing(): Promise<{ status: number; principal?: string; grants?: ReadonlyArray<StandingView>; error?: ErrorReply["error"] }> {
-    return this.request(Subjects.standingList, { reader: this.sign({ op: "read", principal: this.principal, issued_at: new Date().toISOString(), nonce: randomBytes(12).toString("hex") }) })
+    return this.request(Subjects.standingList, { reader: this.signedRead(Subjects.standingList) })
   }
 
   /**

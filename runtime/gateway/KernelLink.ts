@@ -2,11 +2,10 @@ import { Context, Effect, FiberRef, Layer } from "effect"
 import { trace } from "@opentelemetry/api"
 import { connect, type NatsConnection } from "@nats-io/transport-node"
 import { DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream"
-import { Kvm } from "@nats-io/kv"
 import { WitnessClient } from "../client/Client.js"
 import { contextOfTraceparent } from "../observability/TraceContext.js"
 import { CurrentTrace } from "../observability/Tracing.js"
-import { Buckets, Streams, Subjects, inboxOptionOf } from "../schema/Subjects.js"
+import { Streams, Subjects, inboxOptionOf } from "../schema/Subjects.js"
 
 /** Where the gateway's NATS connection goes and as whom (it forwards envelopes others signed). */
 export interface GatewayNats {
@@ -28,8 +27,8 @@ export class GatewayNatsError {
 }
 
 /**
- * The gateway's side of the wire: forwards bodies to protocol subjects and reads what the
- * inbox needs (open held calls, a call's events). It never signs: requests arrive signed.
+ * The gateway's side of the wire: forwards bodies to protocol subjects and follows a call's
+ * events for the inbox. It never signs: requests arrive signed.
  */
 export class KernelLink extends Context.Tag("wk/gateway/KernelLink")<
   KernelLink,
@@ -42,8 +41,6 @@ export class KernelLink extends Context.Tag("wk/gateway/KernelLink")<
     readonly request: (subject: string, body: Uint8Array | object, traceparent?: string) => Effect.Effect<{ status: number } & Record<string, unknown>, GatewayNatsError>
     /** Every kernel's answer to `wk.v1.health` for `body` (those that answer within half a second). */
     readonly askKernels: (body: object) => Effect.Effect<ReadonlyArray<{ status: number } & Record<string, unknown>>, GatewayNatsError>
-    /** Ids of the open held calls (the wk_open index). */
-    readonly openHeldIds: Effect.Effect<ReadonlyArray<string>, GatewayNatsError>
     /** Follows a call's events from the first one; `onEvent` runs per event until the returned stop is called. */
     readonly follow: (heldId: string, onEvent: (e: StoredEvent) => void) => Effect.Effect<() => void, GatewayNatsError>
     /** Whether the connection to NATS is up now (requests fail at once while it is not). */
@@ -80,7 +77,6 @@ export const makeKernelLink = (opts: GatewayNats) =>
     const down = () => new GatewayNatsError("NATS is not connected: the kernel cannot be reached")
     const client = WitnessClient.over(nc, { principal: "gateway", secretKey: unusedKey })
     const js = jetstream(nc)
-    const kvm = new Kvm(nc)
     const request = (subject: string, body: Uint8Array | object, traceparent?: string) =>
       !connected() ? Effect.fail(down()) : Effect.flatMap(FiberRef.get(CurrentTrace), (current) => Effect.tryPromise({
         try: () => client.request<{ status: number } & Record<string, unknown>>(subject, body, undefined, trace.getSpanContext(current) !== undefined ? current : contextOfTraceparent(traceparent)),
@@ -95,16 +91,6 @@ export const makeKernelLink = (opts: GatewayNats) =>
         },
         catch: (e) => new GatewayNatsError(`kernels did not answer on ${Subjects.health}: ${String(e)}`)
       })
-    const openHeldIds = Effect.suspend(() => (!connected() ? Effect.fail(down()) : openIds))
-    const openIds = Effect.tryPromise({
-      try: async () => {
-        const kv = await kvm.open(Buckets.open)
-        const keys: Array<string> = []
-        for await (const k of await kv.keys()) keys.push(k)
-        return keys
-      },
-      catch: (e) => new GatewayNatsError(`cannot read ${Buckets.open}: ${String(e)}`)
-    })
     const follow = (heldId: string, onEvent: (e: StoredEvent) => void) =>
       Effect.tryPromise({
         try: async () => {
@@ -134,7 +120,7 @@ export const makeKernelLink = (opts: GatewayNats) =>
       ]).catch((e: unknown) => (e instanceof Error ? e.message : String(e)))
       return { nats: "ok", streams }
     })
-    return KernelLink.of({ request, askKernels, openHeldIds, follow, connected, readiness })
+    return KernelLink.of({ request, askKernels, follow, connected, readiness })
   })
 
 export const layerKernelLink = (opts: GatewayNats) => Layer.scoped(KernelLink, makeKernelLink(opts))

@@ -15,9 +15,6 @@ import { signedBody } from "./SignedBody.js"
 import { signedRead } from "./SignedRead.js"
 import { staticFile, staticPaths } from "./StaticFiles.js"
 
-/** At most this many open calls are read for one inbox listing. */
-const ListLimit = 500
-
 const heldIdParam = Effect.gen(function* () {
   const { held_id } = yield* HttpRouter.params
   return decodeWith(HeldId, held_id, "held_id")
@@ -50,18 +47,15 @@ type HeldReply = { status: number; view?: Role; held?: Record<string, unknown> &
 /** `held.get` for the signed reader: its own view, or 404 when the call is none of its business. */
 const readAs = (heldId: string, reader: Envelope) => Effect.flatMap(KernelLink, (link) => link.request(Subjects.get, { held_id: heldId, reader })) as Effect.Effect<HeldReply, GatewayNatsError, KernelLink>
 
-/** `GET /held`: the open held calls the signed reader proposed or may witness, each with its `view`. */
+/**
+ * `GET /held`: the open held calls the signed reader proposed or may witness, each with its `view`.
+ * One request (`wk.v1.held.list`): the kernel proves the reader before it reads any call, so a
+ * reader it refuses costs the gateway one signature check and the kernel no read.
+ */
 const listHeld = withSignedRead((reader) =>
   Effect.gen(function* () {
-    const ids = (yield* (yield* KernelLink).openHeldIds).slice(0, ListLimit)
-    const replies = yield* Effect.forEach(ids, (id) => readAs(id, reader), { concurrency: 16 })
-    const refused = replies.find((r) => r.status === 401)
-    if (refused !== undefined) return httpReply(refused)
-    const held = replies
-      .filter((r) => r.status === 200 && r.held?.lifecycle === "open")
-      .map((r) => ({ ...r.held, view: r.view }))
-      .sort((a, b) => String(a.created_at).localeCompare(String(b.created_at)))
-    return httpReply({ status: 200, held })
+    const reply = yield* (yield* KernelLink).request(Subjects.heldList, { reader })
+    return httpReply(reply.status === 200 ? { status: 200, held: reply["held"] } : reply)
   })
 ).pipe(Effect.catchTag("GatewayNatsError", unavailable))
 

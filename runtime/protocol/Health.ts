@@ -5,9 +5,10 @@ import { Nats } from "../ledger/Nats.js"
 import { ControllerConsumer } from "../ledger/Provision.js"
 import { KernelConfig } from "../KernelConfig.js"
 import { PolicyStore } from "../policy/PolicyStore.js"
+import type { ReadNonces } from "../ledger/ReadNonces.js"
 import { ReaderRequest } from "../schema/Requests.js"
 import { Streams, Subjects } from "../schema/Subjects.js"
-import { readerOf } from "./ReadProof.js"
+import { readerFor } from "./ReadProof.js"
 import { plainRequest } from "./Request.js"
 import { respondJson } from "./internal/serveRequests.js"
 
@@ -30,7 +31,7 @@ export interface KernelHealth {
 export const serveHealth = Effect.gen(function* () {
   const { nc, jsm } = yield* Nats
   const { owner } = yield* KernelConfig
-  const runtime = yield* Effect.runtime<PolicyStore>()
+  const runtime = yield* Effect.runtime<PolicyStore | ReadNonces>()
   const started = Date.now()
   const lag = () =>
     Promise.race([
@@ -40,9 +41,10 @@ export const serveHealth = Effect.gen(function* () {
   const answer = (data: Uint8Array) =>
     Effect.gen(function* () {
       const req = yield* plainRequest(data, ReaderRequest)
-      const policy = yield* (yield* PolicyStore).current
-      const proved = readerOf(req.reader, policy, Date.now())
+      // Every kernel answers the same read: its nonce is good once per kernel.
+      const proved = yield* readerFor(req.reader, { operation: "health" }, [owner])
       if (Either.isLeft(proved)) return proved.left
+      const policy = yield* (yield* PolicyStore).current
       const health: KernelHealth = {
         owner,
         version: KernelVersion,

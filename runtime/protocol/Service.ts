@@ -21,6 +21,7 @@ import { attestBatch } from "./AttestBatch.js"
 import { cancel } from "./Cancel.js"
 import { settle } from "./Settle.js"
 import { get } from "./Get.js"
+import { heldList } from "./HeldList.js"
 import { policyApply } from "./PolicyApply.js"
 import { propose } from "./Propose.js"
 import { grants } from "./Grants.js"
@@ -31,7 +32,7 @@ import { RequestsInFlight, serveRequests } from "./internal/serveRequests.js"
 import { KernelConfig, stopGraceMs } from "../KernelConfig.js"
 
 type Deps = Nats | LedgerPorts | PolicyStore | Driver | HeldCalls | KernelConfig | HeldIds | AllowLatency
-type Handler = (data: Uint8Array) => Effect.Effect<Reply, Rejected | { readonly _tag: "LedgerError"; readonly message: string }, Deps>
+type Handler = (data: Uint8Array, reply?: string) => Effect.Effect<Reply, Rejected | { readonly _tag: "LedgerError"; readonly message: string }, Deps>
 
 /** A proposal answered with the tool's result (an ALLOW) reports how long it took to AllowLatency. */
 const timedAllow = (handler: Handler): Handler => (data) =>
@@ -46,8 +47,8 @@ const timedAllow = (handler: Handler): Handler => (data) =>
  * With tracing on, a request is a server span (`wk.propose`, `wk.attest`, ...) in the trace its
  * `traceparent` header names; a proposal's span becomes the trace of the call it creates.
  */
-const traced = (subject: string, handler: Handler, data: Uint8Array, parent: TraceContext) =>
-  withSpan(`wk.${subject.slice(subject.lastIndexOf(".") + 1)}`, handler(data), {
+const traced = (subject: string, handler: Handler, data: Uint8Array, reply: string | undefined, parent: TraceContext) =>
+  withSpan(`wk.${subject.slice(subject.lastIndexOf(".") + 1)}`, handler(data, reply), {
     kind: SpanKind.SERVER,
     parent,
     onSuccess: (span: Span, reply: Reply) => {
@@ -80,6 +81,7 @@ export const serveProtocol = Effect.gen(function* () {
   const routes: ReadonlyArray<readonly [string, Handler]> = [
     [Subjects.propose, timedAllow(propose)],
     [Subjects.get, get],
+    [Subjects.heldList, heldList],
     [Subjects.attest, attest],
     [Subjects.edit, edit],
     [Subjects.extend, extend],
@@ -99,7 +101,7 @@ export const serveProtocol = Effect.gen(function* () {
       runtime,
       inFlight,
       subject,
-      (msg) => (tracingEnabled() ? traced(subject, handler, msg.data, contextOfHeaders(msg.headers)) : handler(msg.data)).pipe(Effect.catchAll((e) => Effect.succeed(e._tag === "Rejected" ? e.reply : unavailable(`${e._tag}: ${e.message}`)))),
+      (msg) => (tracingEnabled() ? traced(subject, handler, msg.data, msg.reply, contextOfHeaders(msg.headers)) : handler(msg.data, msg.reply)).pipe(Effect.catchAll((e) => Effect.succeed(e._tag === "Rejected" ? e.reply : unavailable(`${e._tag}: ${e.message}`)))),
       (cause) => {
         if (Cause.isInterruptedOnly(cause)) return stopping
         kernelMetrics.defects.inc({ loop: "protocol" })

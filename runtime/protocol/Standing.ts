@@ -8,7 +8,7 @@ import { jcsDigest } from "../schema/Canonical.js"
 import { ReaderRequest } from "../schema/Requests.js"
 import { StandingGrantPayload, StandingRevokePayload } from "../schema/StandingGrant.js"
 import { conflict, forbidden, unavailable, type Reply } from "./Replies.js"
-import { readerOf } from "./ReadProof.js"
+import { readerFor } from "./ReadProof.js"
 import { plainRequest, signedRequest } from "./Request.js"
 
 /** Attempts at a grant's compare-and-set when kernels write it at once. */
@@ -75,15 +75,16 @@ export const standingRevoke = (data: Uint8Array) =>
   })
 
 /**
- * `wk.v1.standing.list`: the standing approvals the signed reader gave or is covered by (an
- * admin reads them all), newest expiry first, each read fresh.
+ * `wk.v1.standing.list`: the standing approvals the signed reader (a read bound to
+ * `standing.list`, its nonce good once) gave or is covered by (an admin reads them all), newest
+ * expiry first, each read fresh.
  */
 export const standingList = (data: Uint8Array) =>
   Effect.gen(function* () {
     const req = yield* plainRequest(data, ReaderRequest)
-    const policy = yield* (yield* PolicyStore).current
-    const proved = readerOf(req.reader, policy, Date.now())
+    const proved = yield* readerFor(req.reader, { operation: "standing.list" })
     if (Either.isLeft(proved)) return proved.left
+    const policy = yield* (yield* PolicyStore).current
     const reader = proved.right.principal
     const grants = yield* StandingGrants
     const mine = grants.known().filter((g) => policy.admins.has(reader) || g.payload.principal === reader || g.payload.scope.principals.includes(reader))

@@ -8,6 +8,8 @@ const toolSubjectPrefix = (tool: string): string => (tool.startsWith("kernel_") 
 export const Subjects = {
   propose: "wk.v1.calls.propose",
   get: "wk.v1.held.get",
+  /** The open held calls a signed reader proposed or may witness, each in its view (the gateway's `GET /held`). */
+  heldList: "wk.v1.held.list",
   attest: "wk.v1.held.attest",
   edit: "wk.v1.held.edit",
   extend: "wk.v1.held.extend",

@@ -62,7 +62,7 @@ afterAll(async () => {
 describe("wk.v1.grants.get: what an agent may offer its model", () => {
   it("answers the signed reader's own grants, and refuses a reader whose key is not the principal's", async () => {
     expect(await alice.grants()).toMatchObject({ status: 200, principal: "agent:alice", tools: ["deploy", "web_fetch"] })
-    const read = { op: "read", principal: "agent:alice", issued_at: new Date().toISOString(), nonce: "n0nce-forged-1" }
+    const read = { op: "read", principal: "agent:alice", path: Subjects.grants, issued_at: new Date().toISOString(), nonce: "n0nce-forged-1" }
     // Signed by bob's key while naming alice, and by a key nobody registered: 401 both.
     const asBob = signEnvelope(read, devKeyPair("agent:bob").secretKey)
     expect((await alice.request<{ status: number }>(Subjects.grants, { reader: asBob })).status).toBe(401)

@@ -333,19 +333,16 @@ describe("gateway", () => {
     }
   })
 
-  it("reads a held call's events and the open-call index", async () => {
+  it("reads a held call's events, and not the open-call index (the kernel lists calls, for a proven reader: wk.v1.held.list)", async () => {
     const earlier = violations.get("gateway")!.length
     const heldId = `h_${token()}`
     await jetstream(kernel()).publish(Subjects.events(heldId), encoder.encode(JSON.stringify({ x: 1 })))
     const consumer = await jetstream(conn("gateway"), { timeout: 3000 }).consumers.get(Streams.events, { filter_subjects: Subjects.events(heldId) })
     expect((await consumer.next({ expires: 2000 }))?.json()).toEqual({ x: 1 })
     await consumer.delete()
-    const key = token()
-    await (await new Kvm(kernel()).open(Buckets.open)).put(key, encoder.encode("1"))
-    const keys: Array<string> = []
-    for await (const k of await (await new Kvm(conn("gateway")).open(Buckets.open)).keys()) keys.push(k)
-    expect(keys).toContain(key)
     expect(violations.get("gateway")!.slice(earlier)).toEqual([])
+    await (await new Kvm(kernel()).open(Buckets.open)).put(token(), encoder.encode("1"))
+    await expect(new Kvm(conn("gateway")).open(Buckets.open).then(async (kv) => { for await (const _ of await kv.keys()) void _ })).rejects.toThrow()
   })
 })
 

@@ -8,6 +8,7 @@ import { layerMemoryToolClient } from "./MemoryToolClient.js"
 import { layerMemoryWakes } from "./MemoryWakes.js"
 import { layerMemoryReevaluationProgressStore } from "./MemoryReevaluationProgressStore.js"
 import { layerMemoryStandingGrants } from "./MemoryStandingGrants.js"
+import { layerMemoryReadNonces } from "./MemoryReadNonces.js"
 
 /**
  * Every ledger port (ledger/LedgerPorts.ts) in memory, for tests of the loops with `it.effect`
@@ -23,5 +24,6 @@ export const layerMemoryLedger = Layer.mergeAll(
   layerMemoryOutbox,
   layerMemoryToolClient,
   layerMemoryReevaluationProgressStore,
-  layerMemoryStandingGrants
+  layerMemoryStandingGrants,
+  layerMemoryReadNonces
 )
