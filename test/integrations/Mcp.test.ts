@@ -151,7 +151,8 @@ describe("wk mcp governs real MCP servers", () => {
     expect(held.isError).not.toBe(true)
     const h = heldIdOf(held)!
     expect(h.status).toBe("held")
-    expect(textOf(held)).toContain(`/inbox/#/held/${h.held_id}`)
+    // The link ends the text: nothing (no period) sticks to it when a client makes it clickable.
+    expect(textOf(held)).toMatch(new RegExp(`\\n.*/inbox/#/held/${h.held_id}$`))
     expect(() => readFileSync(target)).toThrow()
     // Still held when asked again.
     expect(heldIdOf(await call(ResultTool, { held_id: h.held_id }))?.status).toBe("held")
@@ -173,7 +174,9 @@ describe("wk mcp governs real MCP servers", () => {
     const r = (await mcp.callTool({ name: "fs_write_file", arguments: { path: join(dir, "progress.txt"), content: "x" } }, undefined, { onprogress: (p) => void beats.push(p.message) })) as CallToolResult
     expect(heldIdOf(r)?.status).toBe("held")
     expect(beats.length).toBeGreaterThan(0)
-    expect(beats[0]).toBe("held for a witness")
+    // Every beat names the held id, the first sent as soon as the call is held.
+    const heldId = heldIdOf(r)!.held_id
+    for (const beat of beats) expect(beat).toBe(`held for a witness: held call ${heldId} (wk_result with {"held_id": "${heldId}"} gives its result)`)
   })
 
   it("a bad config names the field", () => {

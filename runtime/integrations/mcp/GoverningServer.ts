@@ -57,7 +57,8 @@ const deliveredResult = (d: Delivery): CallToolResult => {
 export const governingServer = (opts: GoverningOptions): Server => {
   const server = new Server({ name: "witness-kernel", version: KernelVersion }, { capabilities: { tools: {} } })
   const byName = new Map(opts.tools.map((t) => [t.name, t]))
-  const inbox = (heldId: string) => (opts.gatewayUrl === undefined ? "" : ` Approve or reject it at ${opts.gatewayUrl.replace(/\/$/, "")}/inbox/#/held/${heldId}.`)
+  // The link ends the text, on a line of its own, so no punctuation sticks to it.
+  const inbox = (heldId: string) => (opts.gatewayUrl === undefined ? "" : `\nApprove or reject it in the inbox: ${opts.gatewayUrl.replace(/\/$/, "")}/inbox/#/held/${heldId}`)
 
   /** The upstream tools the kernel grants the principal now; all of them if the grants cannot be read (the kernel still decides each call). */
   const granted = async (): Promise<ReadonlyArray<GovernedTool>> => {
@@ -79,12 +80,17 @@ export const governingServer = (opts: GoverningOptions): Server => {
     ]
   }))
 
-  /** Waits for a held call's delivery up to `ms`, sending progress while it waits; null when it is still held. */
-  const awaitDelivery = async (heldId: string, ms: number, progress: ((n: number) => Promise<void>) | undefined): Promise<Delivery | null> => {
+  /**
+   * Waits for a held call's delivery up to `ms`, sending progress while it waits (the first at
+   * once, each naming the held id, so a client that gives up waiting can still ask `wk_result`);
+   * null when it is still held.
+   */
+  const awaitDelivery = async (heldId: string, ms: number, progress: ((n: number, heldId: string) => Promise<void>) | undefined): Promise<Delivery | null> => {
     if (ms <= 0) return null
     let tick = 0
+    if (progress !== undefined) void progress(tick, heldId).catch(() => undefined)
     // A beat per second (sooner on a short wait), so a client with a timeout that resets on progress keeps waiting.
-    const timer = progress === undefined ? undefined : setInterval(() => void progress(++tick).catch(() => undefined), Math.min(1000, Math.max(100, ms / 3)))
+    const timer = progress === undefined ? undefined : setInterval(() => void progress(++tick, heldId).catch(() => undefined), Math.min(1000, Math.max(100, ms / 3)))
     try {
       return await opts.client.result(heldId, { sessionId: opts.sessionId, timeoutMs: ms })
     } catch {
@@ -95,12 +101,15 @@ export const governingServer = (opts: GoverningOptions): Server => {
   }
 
   const heldAnswer = (heldId: string, why: string): CallToolResult =>
-    text(`held for a witness: ${why}. Held call ${heldId}.${inbox(heldId)} Call ${ResultTool} with {"held_id": "${heldId}"} for its result once released.`, false, { held_id: heldId, status: "held" })
+    text(`held for a witness: ${why}. Held call ${heldId}. Call ${ResultTool} with {"held_id": "${heldId}"} for its result once released.${inbox(heldId)}`, false, { held_id: heldId, status: "held" })
 
   server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
     const args = (req.params.arguments ?? {}) as Record<string, unknown>
     const token = req.params._meta?.progressToken
-    const progress = token === undefined ? undefined : (n: number) => extra.sendNotification({ method: "notifications/progress", params: { progressToken: token, progress: n, message: "held for a witness" } })
+    const progress =
+      token === undefined
+        ? undefined
+        : (n: number, heldId: string) => extra.sendNotification({ method: "notifications/progress", params: { progressToken: token, progress: n, message: `held for a witness: held call ${heldId} (${ResultTool} with {"held_id": "${heldId}"} gives its result)` } })
     if (req.params.name === ResultTool) {
       const heldId = typeof args["held_id"] === "string" ? args["held_id"] : ""
       if (!/^h_[0-9a-f]{32}$/.test(heldId)) return text("held_id: expected the held_id of a held answer (h_ and 32 hex digits)", true)
