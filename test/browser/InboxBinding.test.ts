@@ -114,6 +114,25 @@ describe("the inbox signs what the person saw", () => {
     await page.context().close()
   }, 90_000)
 
+  it("one call: an edit typed while the agent supersedes the call is not signed against the new call; the box then holds the new call's arguments", async () => {
+    const swapped = `swap${++n}`
+    const target = await proposeAs(swapped, "dave", 2_800)
+    const page = await openInbox(browser, h.url, "user:carol", "human")
+    await openHeld(page, target.heldId)
+    await page.click("#more summary")
+    await page.fill("#edit-args", JSON.stringify({ from: "alice", to: "dave", amount: 1_000 }))
+    await proposeAs(swapped, "mallory", 2_800)
+    await page.waitForSelector('#changed-notice:not([hidden])', { timeout: 15_000 })
+    // What the witness typed stays on screen; signing it now would edit a call it never saw.
+    expect(JSON.parse((await page.inputValue("#edit-args")) ?? "{}")).toEqual({ from: "alice", to: "dave", amount: 1_000 })
+    await page.click("#edit-sign")
+    await page.waitForSelector('#attest-status[data-disposition="superseded"]')
+    expect(await page.textContent("#attest-status")).toContain("generation 1 → 2")
+    expect(await page.inputValue("#edit-args")).toContain("mallory")
+    expect(await view(target.heldId)).toMatchObject({ generation: 2, args: { to: "mallory", amount: 2_800 } })
+    await page.context().close()
+  }, 90_000)
+
   it("standing: 'approve calls like this' for a transfer to a recipient object bounds every argument, the object whole; a transfer to another recipient object is not approved", async () => {
     const dave = { name: "dave", iban: "DE02 1203 0000 0000 2020 51" }
     const shown = await proposeAs(`obj${++n}`, dave, 1_900)

@@ -431,19 +431,29 @@
     }))
   }
 
+  /** The call (`shownKey`) the edit box was filled from, and the text it was given. */
+  let editBase = null
+  /** The standing approval's scope as drawn, with the call it was drawn for: what "Sign" signs. */
+  let drawnOffer = null
+  const exactOf = (h) => (h.witness_request?.presentation?.disclosure ?? "exact") === "exact"
+  const fillEdit = (h) => {
+    const text = exactOf(h) ? JSON.stringify(h.witness_request?.presentation?.args ?? {}, null, 2) : ""
+    $("edit-args").value = text
+    editBase = { key: shownKey(h), heldId: h.held_id, generation: h.generation, text }
+  }
+
   const drawMore = (h, canSign) => {
     $("more").hidden = h.lifecycle !== "open"
-    const exact = (h.witness_request?.presentation?.disclosure ?? "exact") === "exact"
-    // Keep what the witness is typing while the call's facts are re-read.
-    if ($("edit-args").dataset.heldId !== h.held_id + ":" + h.generation) {
-      $("edit-args").value = exact ? JSON.stringify(h.witness_request?.presentation?.args ?? {}, null, 2) : ""
-      $("edit-args").dataset.heldId = h.held_id + ":" + h.generation
-    }
+    const exact = exactOf(h)
+    // The box follows the call while untouched; what the witness is typing stays, bound to the
+    // call it was started from ("Sign edit" refuses it once that call changed).
+    if (editBase === null || editBase.heldId !== h.held_id || (editBase.key !== shownKey(h) && $("edit-args").value === editBase.text)) fillEdit(h)
     $("edit-args").disabled = !canSign || !exact
     $("edit-sign").disabled = !canSign || !exact
     $("extend-sign").disabled = !canSign
     // Every argument bounded, or no offer and the reason (standing.js).
     const offer = S.offerFor(h, jcs)
+    drawnOffer = { key: shownKey(h), offer }
     $("standing-sign").disabled = !canSign || offer.scope === undefined
     $("standing-scope").textContent = offer.scope !== undefined ? S.scopeWords(offer.scope, jcs) : "not offered: " + offer.refused
     $("standing-scope").dataset.offered = String(offer.scope !== undefined)
@@ -477,6 +487,15 @@
       $("attest-status").dataset.disposition = "not-signed"
       return
     }
+    if (editBase === null || editBase.key !== shownKey(current)) {
+      const from = editBase?.generation
+      fillEdit(current)
+      $("attest-status").textContent = "edit: not signed — the call changed since this edit began (generation " + from + " → " + current.generation + "); the box now holds the new call's arguments"
+      $("attest-status").dataset.disposition = "superseded"
+      return
+    }
+    // What is signed becomes the box's own text: the edited call that follows refills it.
+    editBase = { ...editBase, text: $("edit-args").value }
     await sendSigned("edit", "/held/" + current.held_id + "/edits", { op: "edit", ...witnessBinding(current), args, ...reasonGiven(), ...stamps() }, (r) => "now generation " + r.generation + ", waiting for an approval of the edited call")
   })
 
@@ -488,8 +507,9 @@
 
   $("standing-sign").addEventListener("click", async () => {
     if (identity === null || current === null) return
-    const offer = S.offerFor(current, jcs)
-    if (offer.scope === undefined) return
+    // Signs the scope as drawn, for the call it was drawn for.
+    if (drawnOffer === null || drawnOffer.key !== shownKey(current) || drawnOffer.offer.scope === undefined) return
+    const offer = drawnOffer.offer
     const now = Date.now()
     const payload = {
       op: "standing.grant", principal: identity.principal, class: identity.klass, grant_id: "inbox-" + nonce(),
