@@ -8,11 +8,11 @@ import { devKeyPair, devPublicKey } from "../../runtime/client/DevKeys.js"
 import { signEnvelope } from "../../runtime/schema/EnvelopeSignature.js"
 import type { AppliedBy } from "../../runtime/schema/PolicyApplied.js"
 import { PolicyApplyTool } from "../../runtime/policy/PolicyChange.js"
-import { callDigest } from "../../runtime/schema/Canonical.js"
+import { callDigest, contractDigest } from "../../runtime/schema/Canonical.js"
 import type { EventOf, HeldEvent } from "../../runtime/schema/Events.js"
 import type { Profile } from "../../runtime/schema/Profile.js"
 import { testProfile } from "../support/Principals.js"
-import { HeldId, adjudicated, at, attestation, proposed, sequenced } from "../heldcall/Given.js"
+import { HeldId, HumanContract, adjudicated, at, attestation, digestOf, proposed, sequenced } from "../heldcall/Given.js"
 
 // Forged histories of a policy change: the kernel's recorded verdict says ALLOW and the change
 // was dispatched; the audit re-decides it from the profile and the registry in force and names
@@ -93,5 +93,43 @@ describe("wk audit replay names unauthorized epochs in the registry's history", 
     expect(epochs(widened, { held_id: HeldId }).finding.violations).toEqual([expect.objectContaining({ message: expect.stringContaining(`names the witnessed change ${HeldId}, which has no events`) })])
     expect(epochs(widened).finding.violations).toEqual([expect.objectContaining({ message: expect.stringContaining("with no signed origin") })])
     expect(epochs(narrowed).records.map((r) => r.epoch)).toEqual([1, 2])
+  })
+})
+
+describe("wk audit replay names edits that hand their editor a power", () => {
+  const lower = { from: "acct-a", to: "carol", amount: 900 }
+  const edited = (witness: string, klass: string): HeldEvent => ({
+    type: "call.edited",
+    event_id: `call.edited:${HeldId}:forged`,
+    held_id: HeldId,
+    generation: 2,
+    at: at(60),
+    witness,
+    class: klass,
+    tool: "money_transfer",
+    args: lower,
+    call_digest: callDigest("money_transfer", lower),
+    from_call_digest: callDigest("money_transfer", { from: "acct-a", to: "acct-b", amount: 1500 }),
+    envelope: signEnvelope(
+      { op: "edit", principal: witness, class: klass, held_id: HeldId, generation: 1, call_digest: digestOf(1), contract_digest: contractDigest(HumanContract), args: lower, issued_at: at(50), expires_at: at(600_000), nonce: `edit-${witness}` },
+      devKeyPair(witness).secretKey
+    )
+  })
+  const allowedG2 = adjudicated(2, { verdict: "ALLOW", contract: null })
+  const heldG1 = adjudicated(1)
+
+  it("an edited generation recorded as ALLOW -> 'edited call allowed without a witness', on the adjudication's record", () => {
+    const found = findings(proposed(1), heldG1, edited("user:carol", "human"), allowedG2)
+    expect(found.violations).toEqual([expect.objectContaining({ held_id: HeldId, seqs: [4], message: expect.stringMatching(/^edited call allowed without a witness: generation 2, edited by user:carol/) })])
+  })
+
+  it("an edited generation held for the contract is what the kernel does: nothing to name", () => {
+    expect(findings(proposed(1), heldG1, edited("user:carol", "human"), adjudicated(2)).violations).toEqual([])
+  })
+
+  it("a veto-only witness's edit is refused by the edit rule the audit re-judges (attestation-binding)", () => {
+    const checks = auditHistories([{ heldId: HeldId, events: sequenced([proposed(1), heldG1, edited("compliance:zoe", "compliance"), adjudicated(2)]) }], ctx).checks
+    const binding = checks.find((c) => c.name === "attestation-binding")!
+    expect(binding.violations).toEqual([expect.objectContaining({ seqs: [3], message: expect.stringContaining("only an approver may edit") })])
   })
 })

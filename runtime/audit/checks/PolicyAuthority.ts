@@ -2,7 +2,9 @@ import { adjudicatePolicyChange, PolicyApplyTool } from "../../policy/PolicyChan
 import { collector, type HeldCheck } from "./Check.js"
 
 /**
- * `policy-authority`: every `kernel_policy_apply` dispatched (a policy change taking effect) was
+ * `policy-authority`: no edited generation is allowed on an ALLOW alone (an edit is a new
+ * proposal by its editor; the edit rule itself is re-judged by `attestation-binding`), and every
+ * `kernel_policy_apply` dispatched (a policy change taking effect) was
  * proposed by a policy admin of the registry in force when it was proposed, and, when the kernel
  * floor re-decides it under the policy in force at its dispatch and finds that it widens, a
  * valid approval of that generation from another admin (its key registered then) stood. The
@@ -16,6 +18,11 @@ export const policyAuthority: HeldCheck = {
     for (const { seq, event, before, fresh } of call.steps) {
       if (!fresh) continue
       if (event.type === "call.proposed") proposedSeq = seq
+      // An edited call is a proposal of its editor's: it waits for the contract it was held with.
+      if (event.type === "call.adjudicated" && event.generation === before.generation && before.spec?.edited_by !== undefined) {
+        c.count()
+        if (event.verdict === "ALLOW") c.fail([seq], `edited call allowed without a witness: generation ${event.generation}, edited by ${before.spec.edited_by.witness}, was allowed; an edited call is released only by the contract it was held with`)
+      }
       const spec = before.spec
       if (event.type !== "effect.dispatched" || spec === null || spec.tool !== PolicyApplyTool) continue
       c.count()
