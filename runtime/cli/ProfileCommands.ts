@@ -1,3 +1,4 @@
+import { authorityOf, describePowers } from "../policy/Authority.js"
 import { Args, Command, Options } from "@effect/cli"
 import { Console, Effect } from "effect"
 import { activePolicy, isGranted } from "../policy/ActivePolicy.js"
@@ -37,6 +38,8 @@ export const explain = (profiles: ReadonlyArray<Profile>, principalName: string,
     preferences: prefs.preferences,
     preferences_set_by: prefs.from.map((n) => src(byName.get(n)!)),
     stages,
+    // The principal's powers under these profiles, as the kernel judges a change (runtime/policy/Authority.ts).
+    powers: describePowers(authorityOf(policy), principalName),
     note: stages.some((s) => s.stage === "adjudicate")
       ? "the rule of every layer and every adjudicate-stage plugin take part: the most restrictive opinion wins; project and user plugins only narrow"
       : "no adjudicate-stage plugins: the grant allows, and the rule of every layer narrows"
@@ -52,6 +55,8 @@ const text = (e: ReturnType<typeof explain>): string => {
     `  held_ttl_ms: ${e.held_ttl_ms}`,
     `  preferences: ${JSON.stringify(e.preferences)}${e.preferences_set_by.length > 0 ? `  (${e.preferences_set_by.join(", ")})` : ""}`,
     ...e.stages.flatMap((s) => [`  ${s.stage}:`, ...s.plugins.map((p) => `    ${p.name}@${p.version} (${p.set_by})${"rule" in p ? ` rule ${JSON.stringify(p.rule)}` : ""}`)]),
+    `  powers:`,
+    ...(e.powers.length === 0 ? ["    none"] : e.powers.map((p) => `    ${p}`)),
     `  note:        ${e.note}`
   ]
   return lines.join("\n")

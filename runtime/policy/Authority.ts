@@ -59,6 +59,13 @@ export interface PowerChange {
 // The contract a tool's held calls wait on when the profiles name one (else the default one).
 const contractOf = (rule: ToolRule | undefined): WitnessContract => rule?.contract ?? DefaultContract
 
+/** Every class a JSON value names in a `veto` list, at any depth (a plugin's config). */
+const vetoClassesIn = (v: unknown): ReadonlyArray<string> => {
+  if (v === null || typeof v !== "object") return []
+  if (Array.isArray(v)) return v.flatMap(vetoClassesIn)
+  return Object.entries(v).flatMap(([k, x]) => (k === "veto" && Array.isArray(x) ? x.filter((c): c is string => typeof c === "string") : vetoClassesIn(x)))
+}
+
 const termParts = (t: EvidenceTerm): string => canonicalize({ kind: t.kind, params: t.params ?? null, expect: t.expect })
 
 /** Every power of every principal (and of the policy itself) under `policy`. */
@@ -77,6 +84,12 @@ export const authorityOf = (policy: ActivePolicy): Authority => {
     for (const c of entry.classes) give(name, `class:${c}`, { field: `principals.${name}.classes`, what: `acts as class '${c}' (any contract naming it counts it)` })
   }
   for (const [name, granted] of policy.grants) for (const t of granted) give(name, `propose:${t}`, { field: `grants.${name}`, what: `'${t}' is granted` })
+  // A plugin's contracts are in its config: a veto class named there protects like a rule's.
+  const pluginVetoes = new Set(policy.profiles.flatMap((p) => (p.plugins ?? []).flatMap((pin) => vetoClassesIn(pin.config))))
+  for (const [name, entry] of policy.principals)
+    if (entry.keys.length > 0)
+      for (const c of entry.classes.filter((c) => pluginVetoes.has(c)))
+        give(name, `veto:plugin:${c}`, { field: `principals.${name}.classes`, what: `vetoes the calls a plugin holds with a '${c}' veto`, role: "protects" })
   for (const admin of policy.admins) give(admin, "admin", { field: "admins", what: `'${admin}' applies policy (a narrowing alone, a widening with a second admin)` })
 
   for (const tool of [...tools].sort()) {

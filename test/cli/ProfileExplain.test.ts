@@ -31,6 +31,15 @@ describe("wk profile explain", () => {
     const adjudicate = e.stages.find((s: any) => s.stage === "adjudicate")
     expect(adjudicate.plugins[0]).toMatchObject({ name: "spend-limit", set_by: "organization 'acme-org'" })
     expect(adjudicate.plugins[0].rule.contract.veto).toEqual(["compliance"])
+    expect(e.powers).toContain("'money_transfer' is granted")
+  }, 60_000)
+
+  it("lists a principal's powers as the kernel judges a policy change: the compliance officer vetoes and edits nothing", async () => {
+    const r = await wk("profile", "explain", "money_transfer", "--principal", "compliance:zoe", "--profiles", join(repoRoot, "profiles"), "--json")
+    expect(r.code).toBe(0)
+    const e = JSON.parse(r.stdout) as { powers: ReadonlyArray<string> }
+    expect(e.powers).toContain("vetoes the calls a plugin holds with a 'compliance' veto")
+    expect(e.powers.some((p) => p.startsWith("edits"))).toBe(false)
   }, 60_000)
 
   it("refuses a widening layer with one line naming the layer, the profile and the field", async () => {

@@ -240,3 +240,19 @@ describe("the powers of the organization's contract (human AND fraud) OR breakgl
     expect(widens([org], [withTerm])[0]!.message).toContain("verifiers run sql-readback 'paid'")
   })
 })
+
+describe("a veto a plugin's contract names", () => {
+  it("removing its only holder is a widening too (the contract lives in the plugin's config)", () => {
+    const pin = { name: "spend-limit", version: "1.0.0", sha256: "a".repeat(64), signer: "acme", stages: ["adjudicate" as const], config: { rules: { money_transfer: { contract: { rule: { class: "human" }, veto: ["compliance"] } } } } }
+    const org: Profile = {
+      name: "acme",
+      principals: { "agent:alice": { keys: [key(0)], classes: ["agent"] }, "compliance:zoe": { keys: [key(1)], classes: ["compliance"] }, "user:carol": { keys: [key(2)], classes: ["human"] } },
+      grants: { "agent:alice": ["money_transfer"] },
+      plugins: [pin as never]
+    }
+    const { "compliance:zoe": _zoe, ...rest } = org.principals!
+    expect(widens([org], [{ ...org, principals: rest }]).map((w) => `${w.field}: ${w.message}`)).toEqual([
+      "principals.compliance:zoe.classes: compliance:zoe no longer vetoes the calls a plugin holds with a 'compliance' veto: a protection of others is lost"
+    ])
+  })
+})
