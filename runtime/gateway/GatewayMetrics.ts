@@ -1,6 +1,7 @@
 import { Context, Effect } from "effect"
 import { createServer } from "node:http"
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client"
+import { KernelVersion } from "../observability/KernelVersion.js"
 
 /** The gateway process's Prometheus metrics, in a registry of its own. */
 export const makeGatewayMetrics = () => {
@@ -14,7 +15,10 @@ export const makeGatewayMetrics = () => {
     registers: [registry]
   })
   const natsConnected = new Gauge({ name: "wk_gateway_nats_connected", help: "1 while the gateway's NATS connection is up", registers: [registry] })
-  collectDefaultMetrics({ register: registry, prefix: "wk_gateway_" })
+  const buildInfo = new Gauge({ name: "wk_gateway_build_info", help: "1, labelled with the gateway's version and the Node.js version it runs on", labelNames: ["version", "nodejs_version"] as const, registers: [registry] })
+  buildInfo.set({ version: KernelVersion, nodejs_version: process.version }, 1)
+  // Standard process_ and nodejs_ names: stock Node.js dashboards read them.
+  collectDefaultMetrics({ register: registry })
   return { registry, requests, seconds, natsConnected }
 }
 

@@ -9,6 +9,7 @@ import { type AppendConflict, type LedgerError } from "./LedgerError.js"
 import { Nats } from "./Nats.js"
 import { recordWritten } from "./WrittenCommits.js"
 import { kernelMetrics } from "../observability/KernelMetrics.js"
+import { countCommit } from "../observability/CommitMetrics.js"
 import { log } from "../observability/Log.js"
 import { tracingEnabled, withSpan } from "../observability/Tracing.js"
 import { projectFacts, readProjectionWith } from "./Projection.js"
@@ -118,7 +119,7 @@ export const makeHeldCallStore = Effect.gen(function* () {
       Effect.map(({ seq, head }) => {
         let facts = loaded.facts
         for (let index = 0; index < events.length; index++) facts = evolve(facts, { seq, index, event: events[index]! })
-        countCommitted(events, loaded.facts.outcome, facts.outcome)
+        countCommit(events, loaded.facts, facts)
         if (key !== undefined) recordWritten({ seq, heldId: loaded.facts.held_id, digest: head })
         if (debugging()) for (const e of events) log.debug({ held_id: e.held_id, event: e.type, seq, generation: e.generation }, "committed")
         return remember({ facts, revision: loaded.revision, head })
@@ -182,15 +183,6 @@ export const makeHeldCallStore = Effect.gen(function* () {
 })
 
 export const layerHeldCallStore = Layer.effect(HeldCallStore, makeHeldCallStore)
-
-/** Counts a commit's events, the verdicts among them, and the outcome when the commit ended its call. */
-const countCommitted = (events: ReadonlyArray<HeldEvent>, before: string | null, after: string | null): void => {
-  for (const e of events) {
-    kernelMetrics.eventsCommitted.inc({ type: e.type })
-    if (e.type === "call.adjudicated") kernelMetrics.verdicts.inc({ verdict: e.verdict })
-  }
-  if (before === null && after !== null) kernelMetrics.outcomes.inc({ outcome: after })
-}
 
 /** Whether per-event debug lines are wanted (checked per commit: the usual answer costs one comparison). */
 const debugging = (): boolean => log.isLevelEnabled("debug")

@@ -50,7 +50,7 @@ export const runController = (opts: { readonly concurrency?: number; readonly ac
       // The wake an ALLOW call wrote before its dispatch, consumed after this process finished
       // the call: its facts (durable appends) are settled, so no drive or read can find work.
       // Acked here, before any fiber is started for it.
-      if (isSettled(msg.heldId)) return Effect.sync(() => msg.ack())
+      if (isSettled(msg.heldId)) return Effect.sync(() => conclude(msg, Settled))
       // Another live process wrote this wake as it claimed the call and is driving it now:
       // looked at when its lease ends (recovery if it died), not read while it finishes.
       const driving = msg.redelivered ? null : msg.driving
@@ -67,7 +67,7 @@ export const runController = (opts: { readonly concurrency?: number; readonly ac
           const keepAlive = setInterval(() => msg.working(), Math.max(500, ackWaitMs / 2))
           void local.then(() => {
             clearInterval(keepAlive)
-            if (isSettled(msg.heldId)) msg.ack()
+            if (isSettled(msg.heldId)) conclude(msg, Settled)
             else Runtime.runFork(runtime)(semaphore.withPermits(1)(handled(msg, "cached")))
           })
         })
@@ -110,6 +110,9 @@ export type ReconcileOutcome =
   | { readonly _tag: "requeue"; readonly afterMs: number }
   | { readonly _tag: "retry"; readonly afterMs: number; readonly reason: string }
   | { readonly _tag: "terminal"; readonly reason: string }
+
+/** A wake whose call needs nothing more: acked, and counted like every other outcome. */
+const Settled: ReconcileOutcome = { _tag: "settled" }
 
 /** How many deliveries of one wake may die on a defect before the wake is given up. */
 export const TerminalAfterDefects = 5

@@ -6,6 +6,7 @@ import { ControllerConsumer } from "../ledger/Provision.js"
 import { PolicyStore } from "../policy/PolicyStore.js"
 import { Streams } from "../schema/Subjects.js"
 import { kernelMetrics } from "./KernelMetrics.js"
+import { openCallsByState } from "./OpenCalls.js"
 
 /** One readiness check: its name, and why it fails (undefined: it passes). */
 interface Check {
@@ -36,7 +37,7 @@ const describe = (e: unknown) => (e instanceof Error ? e.message : String(e))
  */
 export const serveKernelHttp = (port: number, host = "127.0.0.1") =>
   Effect.gen(function* () {
-    const { nc, jsm } = yield* Nats
+    const { nc, jsm, kv } = yield* Nats
     const runtime = yield* Effect.runtime<PolicyStore>()
     let connected = !nc.isClosed()
     void (async () => {
@@ -48,6 +49,11 @@ export const serveKernelHttp = (port: number, host = "127.0.0.1") =>
     kernelMetrics.onScrape(async () => {
       kernelMetrics.policyEpoch.set((await Runtime.runPromise(runtime)(Effect.flatMap(PolicyStore, (s) => s.current))).epoch)
       kernelMetrics.consumerLag.set((await within(1000, jsm.consumers.info(Streams.wakes, ControllerConsumer))).num_pending)
+    })
+    kernelMetrics.onScrape(async () => {
+      const counts = await within(2000, openCallsByState(kv))
+      kernelMetrics.openCalls.reset()
+      for (const [state, n] of counts) kernelMetrics.openCalls.set({ state }, n)
     })
     const check = async (name: string, f: () => Promise<string | undefined>): Promise<Check> => {
       try {

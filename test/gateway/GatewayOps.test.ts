@@ -64,6 +64,8 @@ describe("the gateway's operator endpoints", () => {
     expect(delta('route="/tool-calls",status="400"')).toBe(1)
     expect(delta('route="/held/:held_id",status="401"')).toBe(1)
     expect(m.text).toMatch(/^wk_gateway_nats_connected 1$/m)
+    expect(m.text).toMatch(/^process_cpu_seconds_total /m)
+    expect(m.text).toMatch(/^wk_gateway_build_info\{version="[^"]+",nodejs_version="v[^"]+"\} 1$/m)
     expect(m.text).toMatch(/^wk_gateway_request_seconds_bucket\{le="[^"]+",route="\/tool-calls"\} \d+$/m)
   })
 

@@ -46,8 +46,8 @@ beforeAll(async () => {
   // Another loopback address than the default one: the endpoints are where the option says only.
   base = `http://127.0.0.2:${port}`
   kernel = await startKernelProcess(nats.servers, profileDir([testProfile()]), { WK_METRICS_PORT: String(port), WK_METRICS_HOST: "127.0.0.2" })
-  const [tool, agent] = await Promise.all([connectAs(nats.servers, "bank"), connectAs(nats.servers, "agent")])
-  conns = [tool, agent]
+  const [tool, agent, witness] = await Promise.all([connectAs(nats.servers, "bank"), connectAs(nats.servers, "agent"), connectAs(nats.servers, "witness")])
+  conns = [tool, agent, witness]
   new DemoBank().serve(tool)
 }, 120_000)
 
@@ -72,7 +72,7 @@ describe("the kernel's operator endpoints", () => {
     expect((await get("/nope")).status).toBe(404)
   })
 
-  it("/metrics counts calls by verdict and outcome, times requests and plugins, and reports the policy epoch", async () => {
+  it("/metrics counts calls by verdict and outcome, times requests, counts open calls by state, settled wakes and release times, and reports the policy epoch and the build", async () => {
     const before = (await get("/metrics")).text
     const alice = clientFor(conns[1]!, "agent:alice")
     for (let i = 0; i < 3; i++) {
@@ -81,6 +81,7 @@ describe("the kernel's operator endpoints", () => {
     }
     const held = (await alice.propose({ session_id: "s-ops", turn_id: "t1", call_id: "big", tool: "money_transfer", args: { from: "alice", to: "bob", amount: 5000 } } as never)) as { status: number }
     expect(held.status).toBe(202)
+    const heldId = (held as unknown as { held_id: string }).held_id
     const m = await get("/metrics")
     expect(m.status).toBe(200)
     expect(m.type).toMatch(/^text\/plain/)
@@ -92,16 +93,37 @@ describe("the kernel's operator endpoints", () => {
     expect(delta("wk_events_committed_total", 'type="effect.recorded"')).toBe(3)
     expect(sample(m.text, "wk_policy_epoch")).toBe(1)
     expect(m.text).toMatch(/^wk_controller_consumer_pending \d+$/m)
-    expect(m.text).toMatch(/^wk_process_cpu_seconds_total /m)
-    // The held call's wake is reconciled by the controller: counted under its outcome's label.
-    const reconciled = (t: string) => ["settled", "requeue", "retry"].reduce((n, o) => n + sample(t, "wk_reconcile_outcomes_total", `outcome="${o}"`) - sample(before, "wk_reconcile_outcomes_total", `outcome="${o}"`), 0)
-    await eventually(async () => reconciled((await get("/metrics")).text) > 0, 10_000)
+    // Standard process and Node.js names (stock dashboards), and the build.
+    expect(m.text).toMatch(/^process_cpu_seconds_total /m)
+    expect(m.text).toMatch(/^nodejs_eventloop_lag_seconds /m)
+    expect(m.text).not.toMatch(/^wk_process_|^wk_nodejs_/m)
+    const version = (JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { version: string }).version
+    expect(m.text).toContain(`wk_build_info{version="${version}",nodejs_version="${process.version}"} 1`)
+    // A blocking proposal may wait minutes: the request buckets go on to 10 minutes.
+    expect(m.text).toMatch(/^wk_request_seconds_bucket\{le="600",op="propose"\} \d+$/m)
+    // Open calls by state, read when scraped: the held call is open and waits for its witness.
+    expect(sample(m.text, "wk_held_calls_open", 'state="open/unsatisfied"')).toBeGreaterThanOrEqual(1)
+    // Every ALLOW call's wake settles: counted as settled.
+    const delta2 = (t: string, name: string, labels = "") => sample(t, name, labels) - sample(before, name, labels)
+    await eventually(async () => delta2((await get("/metrics")).text, "wk_reconcile_outcomes_total", 'outcome="settled"') >= 3, 10_000)
+
+    // The approval releases the call: the time from approval to delivery is observed once, and it is no longer open.
+    const carol = clientFor(conns[2]!, "user:carol")
+    expect((await carol.decide(heldId, "human")).disposition).toBe("accepted")
+    const openBefore = sample(m.text, "wk_held_calls_open", 'state="open/unsatisfied"')
+    const released = await eventually(async () => {
+      const t = (await get("/metrics")).text
+      return delta2(t, "wk_release_seconds_count") >= 1 && sample(t, "wk_held_calls_open", 'state="open/unsatisfied"') < openBefore ? t : undefined
+    }, 20_000)
+    expect(delta2(released, "wk_release_seconds_count")).toBe(1)
+    expect(delta2(released, "wk_release_seconds_bucket", 'le="+Inf"')).toBe(1)
+    expect(sample(released, "wk_held_calls_open", 'state="open/unsatisfied"')).toBe(openBefore - 1)
   })
 
   it("logs JSON lines on stderr naming its kernel and run; quiet by default, a line per committed event at debug", async () => {
     const lines = (out: string) => out.split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l) as Record<string, unknown>)
     const ready = lines(kernel.output()).find((l) => l["msg"] === "kernel ready")
-    expect(ready).toMatchObject({ level: 30, kernel: expect.stringMatching(/^kernel-/), run: expect.stringMatching(/^[0-9a-f]{8}$/) })
+    expect(ready).toMatchObject({ level: "info", kernel: expect.stringMatching(/^kernel-/), run: expect.stringMatching(/^[0-9a-f]{8}$/) })
     expect(lines(kernel.output()).some((l) => l["msg"] === "committed")).toBe(false)
     const verbose = await startKernelProcess(nats.servers, profileDir([testProfile()]), { WK_LOG_LEVEL: "debug" })
     try {
@@ -113,7 +135,7 @@ describe("the kernel's operator endpoints", () => {
       }
       await eventually(async () => lines(verbose.output()).some((l) => l["msg"] === "committed"), 20_000)
       const committed = lines(verbose.output()).filter((l) => l["msg"] === "committed")
-      expect(committed[0]).toMatchObject({ level: 20, held_id: expect.stringMatching(/^h_/), event: expect.any(String), seq: expect.any(Number), kernel: expect.stringMatching(/^kernel-/) })
+      expect(committed[0]).toMatchObject({ level: "debug", held_id: expect.stringMatching(/^h_/), event: expect.any(String), seq: expect.any(Number), kernel: expect.stringMatching(/^kernel-/) })
     } finally {
       await verbose.stop()
     }

@@ -9,7 +9,8 @@ import { profileDir, startKernelProcess, type KernelProcess } from "../support/K
 import { eventually } from "../support/Stream.js"
 
 // A kernel started with OTEL_EXPORTER_OTLP_ENDPOINT exports its spans over OTLP/HTTP: a receiver
-// the test runs gets `wk.propose` for a call, with the kernel's service name.
+// the test runs gets `wk.propose` for a call, with the kernel's service name; the kernel's log
+// lines about that call carry the exported trace's id and a span id, so logs and traces join.
 let nats: TestNats
 let kernel: KernelProcess
 let receiver: Server
@@ -29,7 +30,7 @@ beforeAll(async () => {
   await new Promise<void>((r) => receiver.listen(0, "127.0.0.1", r))
   const { port } = receiver.address() as AddressInfo
   nats = await startTestNats()
-  kernel = await startKernelProcess(nats.servers, profileDir([testProfile()]), { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`, OTEL_BSP_SCHEDULE_DELAY: "100", OTEL_SERVICE_NAME: "wk-otlp-test" })
+  kernel = await startKernelProcess(nats.servers, profileDir([testProfile()]), { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`, OTEL_BSP_SCHEDULE_DELAY: "100", OTEL_SERVICE_NAME: "wk-otlp-test", WK_LOG_LEVEL: "debug" })
   toolConn = await connectAs(nats.servers, "bank")
   new DemoBank().serve(toolConn)
   agentConn = await connectAs(nats.servers, "agent")
@@ -50,5 +51,17 @@ describe("OTLP export", () => {
     expect(post.path).toBe("/v1/traces")
     expect(post.body).toContain("wk-otlp-test")
     expect(post.body).toContain("wk.tool invoke")
+    const lines = kernel
+      .output()
+      .split("\n")
+      .filter((l) => l.startsWith("{"))
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .filter((l) => l["held_id"] === reply.held_id && l["msg"] === "committed")
+    expect(lines.length).toBeGreaterThan(0)
+    for (const l of lines) expect(l).toMatchObject({ level: "debug", trace_id: expect.stringMatching(/^[0-9a-f]{32}$/), span_id: expect.stringMatching(/^[0-9a-f]{16}$/) })
+    const traceId = lines[0]!["trace_id"] as string
+    expect(lines.every((l) => l["trace_id"] === traceId)).toBe(true)
+    // The exported spans name the same trace (OTLP/JSON writes ids in hex).
+    await eventually(async () => posts.some((p) => p.body.includes(traceId) && p.body.includes("wk.propose")))
   })
 })

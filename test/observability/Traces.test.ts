@@ -6,6 +6,7 @@ import type { NatsConnection } from "@nats-io/transport-node"
 import type { WitnessClient } from "../../runtime/client/Client.js"
 import { Subjects } from "../../runtime/schema/Subjects.js"
 import { contextOfHeaders } from "../../runtime/observability/TraceContext.js"
+import { kernelMetrics } from "../../runtime/observability/KernelMetrics.js"
 import { startTestNats, type TestNats } from "../support/TestNats.js"
 import { clientFor, connectAs, testProfile } from "../support/Principals.js"
 import { startKernel, type InProcessKernel } from "../support/InProcessKernel.js"
@@ -99,6 +100,9 @@ describe("traces", () => {
     const [plugin] = named(spans, "wk.plugin")
     expect(plugin?.attributes["wk.plugin"]).toContain("spend-limit")
     expect(plugin?.attributes["wk.plugin.status"]).toBe("ok")
+    // Its metric names the plugin and its version apart: an upgrade keeps the plugin's series.
+    const [name, version] = String(plugin!.attributes["wk.plugin"]).split("@")
+    expect(await kernelMetrics.registry.metrics()).toMatch(new RegExp(`^wk_plugin_call_seconds_count\\{plugin="${name}",plugin_version="${version!.replaceAll(".", "\\.")}",stage="adjudicate",status="ok"\\} [1-9]`, "m"))
     expect(named(spans, "wk.commit").length).toBeGreaterThanOrEqual(2)
     const [tool] = named(spans, "wk.tool")
     expect(tool?.name).toBe("wk.tool invoke")
