@@ -62,6 +62,8 @@ export interface ReplayOptions {
   readonly trust?: TrustRoot
   /** A checkpoint the auditor kept elsewhere (`wk audit checkpoint --out`): it must be in the stream's checkpoint chain. */
   readonly keptCheckpoint?: Uint8Array
+  /** Checkpoints anchored outside the stream (`wk audit anchor pull`): each must be in the stream's checkpoint chain. */
+  readonly anchored?: ReadonlyArray<Uint8Array>
   /** Called about once a second during long reads. */
   readonly onProgress?: (p: ReadProgress & { readonly phase: string }) => void
 }
@@ -355,7 +357,7 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
     }
 
     const checkpointCheck: CheckResult = wholeStreamSelected(selection)
-      ? checkpointsCheck(checkpointMsgs, historyOf(logs, recordMsgs), layout.lastSeq, kernelKeys, options.keptCheckpoint)
+      ? checkpointsCheck(checkpointMsgs, historyOf(logs, recordMsgs), layout.lastSeq, kernelKeys, [...(options.anchored ?? []), ...(options.keptCheckpoint !== undefined ? [options.keptCheckpoint] : [])])
       : skipped("checkpoints", "checkpoints are checked by a replay of the whole stream")
 
     const registryFinding = placement.finding()

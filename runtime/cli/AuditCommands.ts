@@ -1,6 +1,6 @@
 import { Command, Options } from "@effect/cli"
 import { Console, Effect, Either, Layer, Option } from "effect"
-import { readFileSync, writeFileSync } from "node:fs"
+import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import { layerNats, type NatsOptions } from "../ledger/Nats.js"
 import { latestCheckpoint, writeCheckpoint } from "../ledger/Checkpoints.js"
 import { recordKeyRotation } from "../ledger/KeyRotations.js"
@@ -10,7 +10,9 @@ import { exportOver } from "../audit/Export.js"
 import { replayOver, type Selection } from "../audit/Replay.js"
 import { formatProgress, formatReport } from "../audit/Summary.js"
 import { verifyExport } from "../audit/VerifyExport.js"
-import { readTrustRoot } from "../audit/TrustRoot.js"
+import { readTrustRoot, type TrustRoot } from "../audit/TrustRoot.js"
+import { readAnchor } from "../ledger/CheckpointAnchor.js"
+import { pullAnchor } from "../audit/AnchorPull.js"
 import { generateKernelKey, readKernelKey, signDocument } from "../audit/KernelKey.js"
 
 // The server is the global `--server` (or NATS_URL, or the context's): see Connect.serverUrl.
@@ -70,13 +72,15 @@ const replayCommand = Command.make(
     trust: Options.text("trust").pipe(Options.optional, Options.withDescription("trust root file (admin keys, start-up profile digests, kernel keys) held out of band; without it the first policy record is trusted as found")),
     storeSkew: Options.integer("store-skew").pipe(Options.optional, Options.withDescription("seconds a commit's store time may differ from its events' time (default 300)")),
     checkpoint: Options.text("checkpoint").pipe(Options.optional, Options.withDescription("a checkpoint kept elsewhere (wk audit checkpoint --out): the stream's checkpoint chain must hold it")),
-    strict: Options.boolean("strict").pipe(Options.withDescription("fail (exit 1) when no trust root anchors the replay")),
+    anchor: Options.text("anchor").pipe(Options.optional, Options.withDescription("the checkpoints anchored outside NATS, as pulled (wk audit anchor pull --out FILE): every one must be in the stream's checkpoint chain")),
+    noTrust: Options.boolean("no-trust").pipe(Options.withDescription("development only: a replay without --trust and --anchor is not UNVERIFIED (it trusts the first policy record and the stream's own checkpoints)")),
     quiet: Options.boolean("quiet").pipe(Options.withDescription("no progress lines on stderr"))
   },
   (o) =>
     Effect.gen(function* () {
       const trust = Option.isSome(o.trust) ? yield* readTrustRoot(o.trust.value) : undefined
       const kept = Option.isSome(o.checkpoint) ? yield* readCheckpointFile(o.checkpoint.value) : undefined
+      const anchored = Option.isSome(o.anchor) ? yield* readAnchorFile(o.anchor.value) : undefined
       const chosen = [Option.isSome(o.fromSeq), Option.isSome(o.since), Option.isSome(o.held)].filter(Boolean).length
       if (chosen > 1) return yield* Effect.fail(new Error("choose one of --from-seq, --since, --held"))
       let selection: Selection = { fromSeq: Option.getOrElse(o.fromSeq, () => 1) }
@@ -95,15 +99,32 @@ const replayCommand = Command.make(
         pluginBucket: o.pluginBucket,
         ...(trust !== undefined ? { trust } : {}),
         ...(kept !== undefined ? { keptCheckpoint: kept } : {}),
+        ...(anchored !== undefined ? { anchored } : {}),
         ...(Option.isSome(o.storeSkew) ? { storeSkewMs: o.storeSkew.value * 1000 } : {}),
         ...(o.quiet ? {} : { onProgress: (p) => process.stderr.write(`${formatProgress(p)}\n`) })
       }))
       yield* Console.log(o.json ? JSON.stringify(report, null, 2) : formatReport(report))
-      // Unanchored: said on stderr too, so a script reading only the exit code and --json still sees it.
-      if (report.anchored !== true) process.stderr.write(`wk audit: ${report.anchor ?? "UNANCHORED"}${o.strict ? " (--strict: failing)" : ""}\n`)
-      if (!report.ok || (o.strict && report.anchored !== true)) process.exitCode = 1
+      if (report.anchored !== true) process.stderr.write(`wk audit: ${report.anchor ?? "UNANCHORED"}\n`)
+      const missing = o.noTrust ? [] : unverifiedBecause(trust, anchored, kept)
+      if (missing.length > 0) {
+        // The last line, on stdout for a reader of the summary (stderr with --json, which stays JSON).
+        const line = `UNVERIFIED: ${missing.join("; ")}: the stream vouches for itself (--no-trust for development only)`
+        if (o.json) process.stderr.write(`${line}\n`)
+        else yield* Console.log(line)
+      }
+      if (!report.ok || missing.length > 0) process.exitCode = 1
     })
-).pipe(Command.withDescription("Replay WK_EVENTS, re-fold every held call and check the kernel's invariants (non-zero exit on any violation)"))
+).pipe(Command.withDescription("Replay WK_EVENTS, re-fold every held call and check the kernel's invariants (non-zero exit on any violation, or without a trust root and an anchor)"))
+
+/** What an auditor must hold out of band and did not pass: nothing when the replay can be relied on. */
+const unverifiedBecause = (trust: TrustRoot | undefined, anchored: ReadonlyArray<Uint8Array> | undefined, kept: Uint8Array | undefined): Array<string> => {
+  const out: Array<string> = []
+  if (trust === undefined) out.push("no trust root (--trust)")
+  else if (trust.kernel_keys.length === 0) out.push("the trust root lists no kernel_keys")
+  if (anchored === undefined && kept === undefined) out.push("no anchor (--anchor)")
+  else if ((anchored?.length ?? 0) === 0 && kept === undefined) out.push("the anchor holds no checkpoint")
+  return out
+}
 
 /** `wk audit export --held <id>`: one self-verifying JSON document of a held call's history. */
 const exportCommand = Command.make(
@@ -150,6 +171,16 @@ const verifyCommand = Command.make(
       if (!v.ok) process.exitCode = 1
     })
 ).pipe(Command.withDescription("Verify an exported held call offline"))
+
+/** A pulled anchor file: its checkpoints' stored bytes (each is checked by the replay). */
+const readAnchorFile = (path: string) =>
+  Effect.try({
+    try: () => {
+      if (!existsSync(path)) throw new Error("no such file (wk audit anchor pull --out writes it)")
+      return readAnchor(path).map((c) => c.data)
+    },
+    catch: (e) => new Error(`--anchor ${path}: ${e instanceof Error ? e.message : String(e)}`)
+  })
 
 /** A kept checkpoint file: the stored record's bytes, checked to decode as one. */
 const readCheckpointFile = (path: string) =>
@@ -233,8 +264,29 @@ const keyCommand = Command.make(
     })
 ).pipe(Command.withDescription("Create a kernel signing key and print its public key for the trust root's kernel_keys; --rotate-from records the hand-over from the key in use"))
 
+/** `wk audit anchor pull`: the checkpoints a kernel anchored outside NATS, into the auditor's own copy. */
+const anchorPullCommand = Command.make(
+  "pull",
+  {
+    from: Options.text("from").pipe(Options.optional, Options.withDescription("the kernel's anchor file (WK_ANCHOR_FILE, or a copy of it; default WK_ANCHOR_FILE)")),
+    out: Options.text("out").pipe(Options.withDescription("the auditor's copy: new checkpoints are appended; a rewritten anchor is refused"))
+  },
+  (o) =>
+    Effect.gen(function* () {
+      const from = Option.getOrElse(o.from, () => process.env["WK_ANCHOR_FILE"] ?? "")
+      if (from === "") return yield* Effect.fail(new Error("pass --from (the kernel's WK_ANCHOR_FILE)"))
+      const pulled = yield* Effect.try({ try: () => pullAnchor(from, o.out), catch: (e) => new Error(`wk audit anchor pull: ${e instanceof Error ? e.message : String(e)}`) })
+      yield* Console.log(`${pulled.added} checkpoint(s) pulled into ${o.out}, ${pulled.total} held${pulled.newest !== undefined ? `; the newest, checkpoint seq ${pulled.newest.seq}, covers up to seq ${pulled.newest.last_seq}` : ""}`)
+    })
+).pipe(Command.withDescription("Copy new anchored checkpoints into the auditor's own file (refuses an anchor whose earlier lines changed)"))
+
+const anchorCommand = Command.make("anchor").pipe(
+  Command.withDescription("Checkpoints anchored outside NATS"),
+  Command.withSubcommands([anchorPullCommand])
+)
+
 /** `wk audit`: replay, export and verify. */
 export const auditCommand = Command.make("audit").pipe(
   Command.withDescription("Auditor tools: replay the log and check every decision, export one call"),
-  Command.withSubcommands([replayCommand, exportCommand, verifyCommand, checkpointCommand, keyCommand])
+  Command.withSubcommands([replayCommand, exportCommand, verifyCommand, checkpointCommand, keyCommand, anchorCommand])
 )

@@ -103,6 +103,7 @@ const metricsPortOf = (flag: Option.Option<number>, fallback: number | undefined
 const serve = (url: string, profiles: ReadonlyArray<Profile>, withBank: boolean, ops: OpsAddress | undefined) =>
   Effect.gen(function* () {
     const nats = natsOptionsFromUrl(url, kernelCredentials)
+    useDefaultAnchor()
     // The kernel's scope closes inside the layers': on Ctrl-C it stops taking requests and answers
     // the ones it took while its connection and stores are still open, then the layers close.
     yield* Effect.scoped(
@@ -159,6 +160,12 @@ const useDevKernelKey = Effect.gen(function* () {
   process.env["WK_KERNEL_KEY"] = path
   yield* Console.log(`commits signed with the development kernel key ${path} (public key ${key.right.publicKey}: a trust root's kernel_keys)`)
 })
+
+/** Checkpoints are anchored outside NATS by default: `<data dir>/anchor/checkpoints.jsonl` unless WK_ANCHOR_FILE names a file. */
+const useDefaultAnchor = (): void => {
+  if (process.env["WK_ANCHOR_FILE"] !== undefined && process.env["WK_ANCHOR_FILE"] !== "") return
+  process.env["WK_ANCHOR_FILE"] = join(defaultDataDir, "anchor", "checkpoints.jsonl")
+}
 
 /** `--dev`: archiving runs as nats.conf's development `retention` login unless WK_RETENTION_USER names one. */
 const useDevRetentionLogin = (): void => {

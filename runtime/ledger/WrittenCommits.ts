@@ -36,3 +36,6 @@ export const forgetWritten = (seqs: Iterable<number>): void => {
 
 /** How many unverified commits were dropped for the bound. */
 export const droppedWritten = (): number => dropped
+
+/** How many commits are recorded and not yet verified. */
+export const unverifiedCount = (): number => written.size

@@ -40,7 +40,7 @@ describe("wk audit replay against a server without JetStream", () => {
   })
 
   it("fails with a line naming the missing JetStream and exits non-zero (it does not hang)", async () => {
-    const r = await wk(["audit", "replay", "--server", `nats://127.0.0.1:${server.port}`, "--quiet"]).done
+    const r = await wk(["audit", "replay", "--server", `nats://127.0.0.1:${server.port}`, "--no-trust", "--quiet"]).done
     expect(r.stderr).toContain("jetstream is not enabled")
     expect(r.code).not.toBe(0)
     expect(r.code).not.toBeNull()
@@ -62,7 +62,7 @@ describe("wk audit replay stopped by a signal", () => {
 
   it("SIGTERM: exits 143 and says the replay has no verdict", async () => {
     const port = (silent.address() as { port: number }).port
-    const run = wk(["audit", "replay", "--server", `nats://127.0.0.1:${port}`, "--quiet"])
+    const run = wk(["audit", "replay", "--server", `nats://127.0.0.1:${port}`, "--no-trust", "--quiet"])
     await eventually(async () => sockets.length > 0, 60_000)
     run.child.kill("SIGTERM")
     const r = await run.done

@@ -142,7 +142,7 @@ describe("signed checkpoints", () => {
     const r = await replayCopy(await copyRaw(original), { keptCheckpoint: checkpoints[1]!.data })
     expect(failedChecks(r)).toEqual([])
     expect(checkOf(r, "checkpoints")).toMatchObject({ status: "passed", checked: 2 })
-    expect(checkOf(r, "checkpoints").note).toMatch(/2 checkpoint\(s\).*message\(s\) after seq \d+ are not covered.*kept checkpoint is checkpoint seq/)
+    expect(checkOf(r, "checkpoints").note).toMatch(/2 checkpoint\(s\).*message\(s\) after seq \d+ are not covered.*1 kept checkpoint\(s\) in the chain, the newest checkpoint seq \d+/)
   })
 
   it("a whole call removed (every commit of it) passes the per-call chain but not the checkpoints", async () => {
@@ -258,15 +258,17 @@ describe("signed checkpoints", () => {
     const bad = await wk(["audit", "replay", "--checkpoint", join(dir, "bogus.json"), "--quiet"])
     expect(bad.code).not.toBe(0)
     expect(bad.stderr + bad.stdout).toMatch(/--checkpoint .*bogus\.json: not a checkpoint/)
-  }, 60_000)
+  }, 180_000)
 
   // Last: it tampers with the real stream the tests above replay.
-  it("a call purged from the real stream with the kernel's credentials before any checkpoint covered it: the kernel's next checkpoint names its commits, and the replay fails", async () => {
+  it("a call purged from the real stream with the retention login before any checkpoint covered it: the kernel's next checkpoint names its commits, and the replay fails", async () => {
     const victim = await allowed(40)
     const mine = (await readRaw(kernelConn)).filter((m) => m.subject === on(victim))
     expect(mine.length).toBeGreaterThan(0)
-    // What the kernel's NATS user may do (archiving needs it): purge a call's subject.
-    const purged = await (await jetstreamManager(kernelConn)).streams.purge(Streams.events, { filter: on(victim) })
+    // The kernel's NATS user may not purge (test/audit/StreamGuard.test.ts); the retention login may.
+    const retention = await connectAs(nats.servers, "retention")
+    conns.push(retention)
+    const purged = await (await jetstreamManager(retention)).streams.purge(Streams.events, { filter: on(victim) })
     expect(purged.purged).toBe(mine.length)
     const c = (await checkpointNow())!
     expect(c.checkpoint.missing?.map((h) => [h[0], h[1]])).toEqual(mine.map((m) => [victim, m.seq]))

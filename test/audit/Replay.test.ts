@@ -481,18 +481,18 @@ describe("a signed export is evidence against the trust root", () => {
 })
 
 describe("the wk audit CLI", () => {
-  it("replay prints a summary and exits 0 on the real log, 1 on a tampered copy; --json is the machine report", async () => {
+  it("replay (--no-trust: this kernel signs nothing) prints a summary and exits 0 on the real log, 1 on a tampered copy; --json is the machine report", async () => {
     const server = `nats://${nats.servers}`
-    const ok = await wk(["audit", "replay", "--server", server, "--quiet"])
+    const ok = await wk(["audit", "replay", "--server", server, "--no-trust", "--quiet"])
     expect(ok.stdout).toContain("OK: no violations")
     expect(ok.stdout).toMatch(/ok {3}effect-safety/)
     expect(ok.status).toBe(0)
-    const json = await wk(["audit", "replay", "--held", ids["approved"]!, "--json", "--quiet"], { NATS_URL: server })
+    const json = await wk(["audit", "replay", "--held", ids["approved"]!, "--json", "--no-trust", "--quiet"], { NATS_URL: server })
     expect(json.status).toBe(0)
     expect(JSON.parse(json.stdout)).toMatchObject({ ok: true, held_calls: 1, selection: { held: ids["approved"] } })
     const original = await readAll(kernelConn)
     const stream = await copyStream(kernelConn, original, (ms) => ms.filter((m) => !(m.subject === `wk.v1.events.${ids["approved"]}` && m.body["type"] === "attestation.accepted")))
-    const bad = await wk(["audit", "replay", "--server", server, "--user", "kernel", "--pass", "kernel-dev", "--stream", stream, "--no-projection", "--quiet"])
+    const bad = await wk(["audit", "replay", "--server", server, "--user", "kernel", "--pass", "kernel-dev", "--stream", stream, "--no-projection", "--no-trust", "--quiet"])
     expect(bad.stdout).toContain("FAIL effect-safety")
     expect(bad.status).toBe(1)
   })
@@ -504,18 +504,23 @@ describe("the wk audit CLI", () => {
     expect(r.status).not.toBe(0)
   })
 
-  it("--trust anchors the replay; without it the summary and stderr say UNANCHORED, and --strict fails", async () => {
+  it("--trust anchors the registry; a root without kernel keys, or no root, is UNVERIFIED (exit 1) unless --no-trust", async () => {
     const server = `nats://${nats.servers}`
     const file = join(nats.storeDir, "trust.json")
     writeFileSync(file, JSON.stringify(trustRootFor([profile])))
     const anchored = await wk(["audit", "replay", "--server", server, "--trust", file, "--no-projection", "--quiet"])
     expect(anchored.stdout).toContain("anchored by: trust root: 2 admin(s)")
     expect(anchored.stderr).not.toContain("UNANCHORED")
-    expect(anchored.status).toBe(0)
-    const strict = await wk(["audit", "replay", "--server", server, "--strict", "--no-projection", "--quiet"])
-    expect(strict.stdout).toContain("OK: no violations")
-    expect(strict.stderr).toContain("wk audit: UNANCHORED: no trust root given")
-    expect(strict.status).toBe(1)
+    expect(anchored.stdout.trim().split("\n").at(-1)).toMatch(/^UNVERIFIED: the trust root lists no kernel_keys; no anchor \(--anchor\)/)
+    expect(anchored.status).toBe(1)
+    const bare = await wk(["audit", "replay", "--server", server, "--no-projection", "--quiet"])
+    expect(bare.stdout).toContain("OK: no violations")
+    expect(bare.stderr).toContain("wk audit: UNANCHORED: no trust root given")
+    expect(bare.stdout.trim().split("\n").at(-1)).toMatch(/^UNVERIFIED: no trust root \(--trust\); no anchor \(--anchor\)/)
+    expect(bare.status).toBe(1)
+    const dev = await wk(["audit", "replay", "--server", server, "--no-trust", "--no-projection", "--quiet"])
+    expect(dev.stdout.trim().split("\n").at(-1)).toBe("OK: no violations")
+    expect(dev.status).toBe(0)
     writeFileSync(file, JSON.stringify({ format: "wk.trust/1" }))
     const bad = await wk(["audit", "replay", "--server", server, "--trust", file, "--quiet"])
     expect(bad.stderr).toContain(`read ${file}`)

@@ -35,7 +35,7 @@ let sharedBank: DemoBank | undefined
 /** `wk audit replay` as its own process, with a NATS_URL listing several nodes. */
 const auditReplay = (natsUrl: string): Promise<{ code: number | null; out: string }> =>
   new Promise((resolve) => {
-    const child = spawn(process.execPath, ["--disable-warning=ExperimentalWarning", "--import", "tsx", join(repoRoot, "runtime/cli/main.ts"), "audit", "replay", "--quiet"], {
+    const child = spawn(process.execPath, ["--disable-warning=ExperimentalWarning", "--import", "tsx", join(repoRoot, "runtime/cli/main.ts"), "audit", "replay", "--no-trust", "--quiet"], {
       cwd: repoRoot,
       env: { ...process.env, NATS_URL: natsUrl },
       stdio: ["ignore", "pipe", "pipe"]

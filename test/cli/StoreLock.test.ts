@@ -100,7 +100,7 @@ describe("two wk start on one store", () => {
     expect(again.output(), again.output()).toContain("Witness Kernel ready")
     const kept = wk(port, "held", "show", heldId, "--json")
     expect(JSON.parse(kept.stdout)).toMatchObject({ held_id: heldId, lifecycle: "open" })
-    const audit = wk(port, "audit", "replay")
+    const audit = wk(port, "audit", "replay", "--no-trust")
     expect(audit.code, audit.stdout + audit.stderr).toBe(0)
     expect(audit.stdout).toContain(" 2 held calls")
     expect(audit.stdout).toContain("OK: no violations")

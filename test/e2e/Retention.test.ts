@@ -163,7 +163,7 @@ describe("retention", () => {
     const run = promisify(execFile)
     const replayCli = async () => {
       try {
-        return JSON.parse((await run(process.execPath, [join(repoRoot, "runtime", "cli", "wk.mjs"), "audit", "replay", "--json", "--quiet"], { env: { ...process.env, NATS_URL: `nats://${nats.servers}`, WK_CONFIG_DIR: mkdtempSync(join(tmpdir(), "wk-config-")) }, timeout: 60_000 })).stdout) as AuditReport
+        return JSON.parse((await run(process.execPath, [join(repoRoot, "runtime", "cli", "wk.mjs"), "audit", "replay", "--json", "--no-trust", "--quiet"], { env: { ...process.env, NATS_URL: `nats://${nats.servers}`, WK_CONFIG_DIR: mkdtempSync(join(tmpdir(), "wk-config-")) }, timeout: 60_000 })).stdout) as AuditReport
       } catch (e) {
         return JSON.parse((e as { stdout: string }).stdout) as AuditReport
       }

@@ -30,8 +30,9 @@ const short = (d: string) => d.slice(0, 12)
  * keys: by one of them), and the history the auditor read (stream and archives) has, in each
  * checkpoint's range, exactly the heads it names: a call, a call's last commit or a policy record
  * removed, added or changed at or before a checkpoint's `last_seq` is named with the checkpoint.
- * With `kept` (a checkpoint the auditor held elsewhere), that checkpoint must be in the chain:
- * checkpoints removed from the end of the stream, and everything they covered, are caught there.
+ * Every checkpoint in `kept` (those the auditor held outside the stream: an anchor's, a saved
+ * one) must be in the chain: checkpoints removed from the end of the stream, and everything they
+ * covered, are caught there.
  * Messages after the newest checkpoint are counted in the note: no checkpoint covers them yet.
  */
 export const checkpointsCheck = (
@@ -39,7 +40,7 @@ export const checkpointsCheck = (
   history: Iterable<HistoryMessage>,
   lastSeq: number,
   kernelKeys: KernelKeys | undefined,
-  kept: Uint8Array | undefined
+  kept: ReadonlyArray<Uint8Array>
 ): CheckResult => {
   const violations: Array<Violation> = []
   const fail = (held_id: string, seqs: ReadonlyArray<number>, message: string) => void violations.push({ check: "checkpoints", held_id, seqs: [...seqs], message })
@@ -114,21 +115,27 @@ export const checkpointsCheck = (
   }
 
   let keptNote: string | undefined
-  if (kept !== undefined) {
-    const d = decodeCheckpoint(kept)
-    if (Either.isLeft(d)) fail("_checkpoint", [], `the kept checkpoint is not a checkpoint: ${d.left.message.slice(0, 200)}`)
-    else if (!checkpointSignatureValid(d.right)) fail("_checkpoint", [], "the kept checkpoint's signature does not verify under its key")
-    else if (kernelKeys !== undefined && !kernelKeys.keys.includes(d.right.key)) fail("_checkpoint", [], "the kept checkpoint is signed by a key the trust root does not list as a kernel key")
-    else {
-      const digest = checkpointDigest(kept)
-      const at = chain.find((r) => checkpointDigest(r.data) === digest)
+  if (kept.length > 0) {
+    const digests = new Map(chain.map((r) => [checkpointDigest(r.data), r]))
+    let held = 0
+    let newestKept: Read | undefined
+    kept.forEach((data, i) => {
+      const which = kept.length === 1 ? "the kept checkpoint" : `kept checkpoint ${i + 1} of ${kept.length}`
+      const d = decodeCheckpoint(data)
+      if (Either.isLeft(d)) return fail("_checkpoint", [], `${which} is not a checkpoint: ${d.left.message.slice(0, 200)}`)
+      if (!checkpointSignatureValid(d.right)) return fail("_checkpoint", [], `${which}'s signature does not verify under its key`)
+      if (kernelKeys !== undefined && !kernelKeys.keys.includes(d.right.key)) return fail("_checkpoint", [], `${which} is signed by a key the trust root does not list as a kernel key`)
+      const at = digests.get(checkpointDigest(data))
       if (at === undefined) {
-        fail("_checkpoint", [], newest < d.right.last_seq
-          ? `the kept checkpoint covers up to seq ${d.right.last_seq}, but the stream's checkpoints end at seq ${newest}: checkpoints were removed with what they covered`
-          : `the kept checkpoint (up to seq ${d.right.last_seq}) is not in the stream's checkpoint chain: the history was rewritten`)
-      } else keptNote = `the kept checkpoint is checkpoint seq ${at.seq} of the chain`
-    }
-  } else if (chain.length > 0) keptNote = "no kept checkpoint (--checkpoint): removing the newest checkpoints with what they covered cannot be shown"
+        return fail("_checkpoint", [], newest < d.right.last_seq
+          ? `${which} covers up to seq ${d.right.last_seq}, but the stream's checkpoints end at seq ${newest}: checkpoints were removed with what they covered`
+          : `${which} (up to seq ${d.right.last_seq}) is not in the stream's checkpoint chain: the history was rewritten`)
+      }
+      held++
+      if (newestKept === undefined || at.seq > newestKept.seq) newestKept = at
+    })
+    if (newestKept !== undefined) keptNote = `${held} kept checkpoint(s) in the chain, the newest checkpoint seq ${newestKept.seq} (up to seq ${newestKept.checkpoint.last_seq})`
+  } else if (chain.length > 0) keptNote = "no kept checkpoint (--anchor): removing the newest checkpoints with what they covered cannot be shown"
   const notes = [
     chain.length === 0 && lastSeq > 0
       ? "the stream holds no checkpoint: removing a whole call or a call's newest commits cannot be shown"
