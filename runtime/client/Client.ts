@@ -76,8 +76,14 @@ export interface ClientOptions {
   readonly servers: string | Array<string>
   readonly user?: string
   readonly pass?: string
-  /** The principal this client speaks for, and its ed25519 secret key (64 bytes). */
+  /** The principal this client speaks for (registered in a profile with its public key). */
   readonly principal: string
+  /**
+   * The principal's ed25519 secret key: 64 bytes, the 32-byte seed followed by the 32-byte public
+   * key (tweetnacl's `secretKey`). From a key file of `wk keygen --out F` or `wk dev-key P --out F`:
+   * `Buffer.from(JSON.parse(readFileSync(F, "utf8")).secret_key, "base64")`; in development,
+   * `devKeyPair(principal).secretKey` (`witness-kernel/dev-keys`). Every request is signed with it.
+   */
   readonly secretKey: Uint8Array
   readonly timeoutMs?: number
 }

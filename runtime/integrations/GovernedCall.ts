@@ -71,3 +71,29 @@ export const governedCall = async (client: WitnessClient, ids: CallIds, tool: st
     return first
   }
 }
+
+/**
+ * Where an earlier held call stands, found by its held id alone: what an app or a model does on
+ * a later turn, when the framework's own call id is gone (a real model names each new tool call
+ * afresh). It never proposes: the result once the call is released (waiting up to `waitMs` for
+ * one in flight), `held` while it is open, its end otherwise. Only this client's principal's own
+ * calls can be read (the kernel refuses another's).
+ */
+export const resumeHeld = async (client: WitnessClient, heldId: string, opts: { readonly sessionId?: string; readonly waitMs?: number } = {}): Promise<GovernedOutcome> => {
+  const got = await client.get(heldId)
+  if (got.status !== 200 || got.held === undefined) return { status: "refused", code: got.error?.code ?? String(got.status), message: got.error?.message ?? `no held call ${heldId}` }
+  const held = got.held
+  const open = held["lifecycle"] === "open"
+  const waitMs = opts.waitMs ?? 0
+  const stillHeld: GovernedOutcome = { status: "held", held_id: heldId, summary: summaryOf(held.witness_request?.presentation ?? {}) }
+  if (open && waitMs <= 0) return stillHeld
+  try {
+    // An ended call's delivery is already in the session's stream: read it back.
+    return outcomeOfDelivery(await client.result(heldId, { sessionId: opts.sessionId ?? held.session_id, timeoutMs: open ? waitMs : 5_000 }))
+  } catch {
+    if (open) return stillHeld
+    const lifecycle = String(held["lifecycle"])
+    if (lifecycle === "cancelled" || lifecycle === "expired") return { status: "ended", held_id: heldId, outcome: lifecycle }
+    return { status: "refused", code: "no_delivery", message: `held call ${heldId} ended ${lifecycle}, and its delivery could not be read` }
+  }
+}

@@ -8,8 +8,8 @@ import { Annotation, Command, END, MemorySaver, START, StateGraph } from "@langc
 import { z } from "zod"
 import type { WitnessClient } from "../../runtime/client/Client.js"
 import type { GovernedOutcome } from "../../runtime/integrations/GovernedCall.js"
-import { governedTool as aiSdkTool } from "../../runtime/integrations/ai-sdk/GovernedTool.js"
-import { governedTool as agentsTool } from "../../runtime/integrations/openai-agents/GovernedTool.js"
+import { governedTool as aiSdkTool, heldResultTool as aiSdkResultTool } from "../../runtime/integrations/ai-sdk/GovernedTool.js"
+import { governedTool as agentsTool, heldCallOf, heldResultTool as agentsResultTool } from "../../runtime/integrations/openai-agents/GovernedTool.js"
 import { governedStep, type HeldInterrupt } from "../../runtime/integrations/langgraph/GovernedStep.js"
 import { startTestNats, type TestNats } from "../support/TestNats.js"
 import { clientFor, connectAs, testProfile } from "../support/Principals.js"
@@ -112,6 +112,30 @@ describe("Vercel AI SDK: a tool whose execute goes through the kernel", () => {
     expect(after).toMatchObject({ status: "completed", result: { tool: "deploy" } })
     expect(effectsOf("deploy")).toBe(1)
   })
+
+  it("a later turn resumes a held call by its held id, under a new tool call id: held until the witness, then its result, run once; another agent reads nothing", async () => {
+    const runsBefore = runs()
+    const held = await outputOf("call-deploy-2", "deploy", { service: "worker" })
+    expect(held.status).toBe("held")
+    const heldId = held.status === "held" ? held.held_id : ""
+    /** A later turn: the model calls wk_result with the held id, as a tool call of its own new id. */
+    const resumeAs = async (client: WitnessClient, toolCallId: string) => {
+      const model = callingModel(toolCallId, "wk_result", { held_id: heldId })
+      const r = await generateText({ model, tools: { wk_result: aiSdkResultTool({ client, sessionId: "s-ai", waitMs: 5_000 }) }, prompt: "did the deploy run?" })
+      return r.toolResults[0]?.output as GovernedOutcome
+    }
+    const early = await resumeAs(alice, "call-later-1")
+    expect(early).toMatchObject({ status: "held", held_id: heldId })
+    expect(runs()).toBe(runsBefore)
+    expect((await carol.decide(heldId, "human")).disposition).toBe("accepted")
+    const done = await resumeAs(alice, "call-later-2")
+    expect(done).toMatchObject({ status: "completed", held_id: heldId, result: { tool: "deploy", args: { service: "worker" } } })
+    expect((await resumeAs(alice, "call-later-3")).status).toBe("completed")
+    expect(runs()).toBe(runsBefore + 1)
+    // Another agent with the held id reads nothing of it.
+    const bob = clientFor(agentConn, "agent:bob")
+    expect((await resumeAs(bob, "call-bob-1")).status).toBe("refused")
+  })
 })
 
 describe("OpenAI Agents SDK: needsApproval and interruptions backed by held calls", () => {
@@ -135,6 +159,9 @@ describe("OpenAI Agents SDK: needsApproval and interruptions backed by held call
     const first = await run(agent, "deploy web")
     expect(first.interruptions).toHaveLength(1)
     expect(effectsOf("deploy")).toBe(deploysBefore)
+    // The interruption names its held call: what a person finds in the inbox.
+    const heldCall = heldCallOf(first.interruptions[0]!)
+    expect(heldCall?.held_id).toMatch(/^h_[0-9a-f]{32}$/)
 
     // The app approves in the SDK without any witness: the kernel still holds the call.
     first.state.approve(first.interruptions[0]!)
@@ -147,6 +174,7 @@ describe("OpenAI Agents SDK: needsApproval and interruptions backed by held call
     // A witness attests; the model calls the tool again with the same call id: the kernel's result.
     const heldId = JSON.parse(JSON.stringify(toolOutput!.output)) as { held_id?: string } | string
     const id = typeof heldId === "string" ? (JSON.parse(heldId) as { held_id: string }).held_id : heldId.held_id!
+    expect(id).toBe(heldCall!.held_id)
     expect((await carol.decide(id, "human")).disposition).toBe("accepted")
     const again = new ScriptedModel([[functionCall("deploy", { service: "web" }, { callId: "ag-deploy-1" })], [assistantMessage("deploy done")]])
     const resumed = await run(new Agent({ name: "deployer", instructions: "deploy", model: again, tools: [deploy()] }), "deploy web")
@@ -156,6 +184,14 @@ describe("OpenAI Agents SDK: needsApproval and interruptions backed by held call
     const out = finished.newItems.find((i) => i.type === "tool_call_output_item") as { output: unknown }
     expect(JSON.stringify(out.output)).toContain('"status":"completed"')
     expect(effectsOf("deploy")).toBe(deploysBefore + 1)
+    expect(runs()).toBe(runsBefore + 1)
+
+    // A later run whose model asks by held id (a new call id): the same result, nothing run again.
+    const later = new ScriptedModel([[functionCall("wk_result", { held_id: id }, { callId: "ag-later-1" })], [assistantMessage("it ran")]])
+    const asked = await run(new Agent({ name: "deployer", instructions: "report", model: later, tools: [agentsResultTool({ client: alice, sessionId: "s-agents" })] }), "did it run?")
+    expect(asked.interruptions).toEqual([])
+    const read = asked.newItems.find((i) => i.type === "tool_call_output_item") as { output: unknown }
+    expect(JSON.stringify(read.output)).toContain('"status":"completed"')
     expect(runs()).toBe(runsBefore + 1)
   })
 })
