@@ -27,6 +27,13 @@ export const makeKernelMetrics = () => {
     buckets: [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.25, 1],
     registers: [registry]
   })
+  const pluginFuel = new Histogram({
+    name: "wk_plugin_fuel_units",
+    help: "Fuel one metered plugin call spent (about one unit per nanosecond of straight-line code; a call's budget is 1,000,000 per ms of timeout_ms), by plugin, plugin_version and stage",
+    labelNames: ["plugin", "plugin_version", "stage"] as const,
+    buckets: [1_000, 10_000, 100_000, 1_000_000, 10_000_000, 100_000_000, 1_000_000_000, 10_000_000_000],
+    registers: [registry]
+  })
   const releaseSeconds = new Histogram({
     name: "wk_release_seconds",
     help: "From the approval that made a held call ready to its result's delivery, as seen by the process that committed both",
@@ -60,6 +67,7 @@ export const makeKernelMetrics = () => {
     outcomes,
     appendConflicts,
     pluginSeconds,
+    pluginFuel,
     releaseSeconds,
     openCalls,
     wakes,

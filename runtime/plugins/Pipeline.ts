@@ -114,6 +114,7 @@ const startStage = <A, I>(
       const started = Effect.map(plugins.host.start(plugin, stage, input, grantedHostHandler(plugin.pin, call, plugins.env)), (running) =>
         Effect.flatMap(running, (inv) => {
           kernelMetrics.pluginSeconds.observe({ plugin: plugin.pin.name, plugin_version: plugin.pin.version, stage, status: inv.raw.status }, inv.raw.elapsedMs / 1000)
+          if (inv.raw.fuel !== undefined) kernelMetrics.pluginFuel.observe({ plugin: plugin.pin.name, plugin_version: plugin.pin.version, stage }, inv.raw.fuel)
           const outcome: Call<A> = inv.raw.status !== "ok" ? { result: { ok: false, fault: inv.raw.status, message: inv.raw.text }, inv } : { result: decodeOutput(stage, schema, inv.raw.text), inv }
           if (inv.raw.logs.length === 0) return Effect.succeed(outcome)
           return Effect.as(Effect.forEach(inv.raw.logs, (line) => Effect.logInfo(line).pipe(Effect.annotateLogs({ plugin: plugin.label, stage })), { discard: true }), outcome)

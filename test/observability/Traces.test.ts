@@ -103,6 +103,8 @@ describe("traces", () => {
     // Its metric names the plugin and its version apart: an upgrade keeps the plugin's series.
     const [name, version] = String(plugin!.attributes["wk.plugin"]).split("@")
     expect(await kernelMetrics.registry.metrics()).toMatch(new RegExp(`^wk_plugin_call_seconds_count\\{plugin="${name}",plugin_version="${version!.replaceAll(".", "\\.")}",stage="adjudicate",status="ok"\\} [1-9]`, "m"))
+    // The fuel it spent (the plugin runs metered), under the same labels.
+    expect(await kernelMetrics.registry.metrics()).toMatch(new RegExp(`^wk_plugin_fuel_units_count\\{plugin="${name}",plugin_version="${version!.replaceAll(".", "\\.")}",stage="adjudicate"\\} [1-9]`, "m"))
     expect(named(spans, "wk.commit").length).toBeGreaterThanOrEqual(2)
     const [tool] = named(spans, "wk.tool")
     expect(tool?.name).toBe("wk.tool invoke")

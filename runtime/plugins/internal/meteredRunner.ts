@@ -76,18 +76,20 @@ export class MeteredRunner implements Runner {
     this.#fuel.value = budget
     let outcome: RawOutcome
     let broken = false
+    const spent = () => Number(budget - ((this.#fuel.value as bigint) > 0n ? (this.#fuel.value as bigint) : 0n))
     try {
       const out = await this.#plugin.call([PluginModule, exportName], input)
       const elapsedMs = performance.now() - started
-      if (state.error !== null) outcome = { status: "plugin_error", text: state.error, logs: state.logs, elapsedMs }
-      else if (out === null) outcome = { status: "no_output", text: "", logs: state.logs, elapsedMs }
-      else outcome = { status: "ok", text: out.text(), logs: state.logs, elapsedMs }
+      const fuel = spent()
+      if (state.error !== null) outcome = { status: "plugin_error", text: state.error, logs: state.logs, elapsedMs, fuel }
+      else if (out === null) outcome = { status: "no_output", text: "", logs: state.logs, elapsedMs, fuel }
+      else outcome = { status: "ok", text: out.text(), logs: state.logs, elapsedMs, fuel }
     } catch (error) {
       broken = true
       const elapsedMs = performance.now() - started
       const outOfFuel = (this.#fuel.value as bigint) <= 0n
       const memoryPages = this.#memory.buffer.byteLength / 65536
-      outcome = { ...faultOf({ error, outOfFuel, budget, timeoutMs, state, memoryPages, memoryMaxPages: this.#spec.memoryMaxPages }), logs: state.logs, elapsedMs }
+      outcome = { ...faultOf({ error, outOfFuel, budget, timeoutMs, state, memoryPages, memoryMaxPages: this.#spec.memoryMaxPages }), logs: state.logs, elapsedMs, fuel: spent() }
     }
     this.#host = () => ({ fault: "no call in progress" })
     // A trapped instance may be mid-allocation: never reuse it. Otherwise drop this call's blocks.

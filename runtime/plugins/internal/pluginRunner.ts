@@ -22,6 +22,8 @@ export interface RawOutcome {
   readonly text: string
   readonly logs: ReadonlyArray<string>
   readonly elapsedMs: number
+  /** Fuel the call spent (a metered module: about one unit per ns of straight-line code); absent when not metered. */
+  readonly fuel?: number
 }
 
 /** Serves one host call from the plugin; a `fault` traps the plugin. */
@@ -275,12 +277,14 @@ export class PluginRunner implements Runner {
         const outLen = getU32(data, outPos + 4)
         const logsLen = getU32(data, outPos + 8)
         const elapsedUs = getU32(data, outPos + 12)
-        const text = decoder.decode(data.slice(outPos + 16, outPos + 16 + outLen))
-        const logs = parseLogs(decoder.decode(data.slice(outPos + 16 + outLen, outPos + 16 + outLen + logsLen)))
-        outPos += 16 + outLen + logsLen
+        // Thousands of fuel units; all ones: the module is not metered.
+        const spent = getU32(data, outPos + 16)
+        const text = decoder.decode(data.slice(outPos + 20, outPos + 20 + outLen))
+        const logs = parseLogs(decoder.decode(data.slice(outPos + 20 + outLen, outPos + 20 + outLen + logsLen)))
+        outPos += 20 + outLen + logsLen
         const p = batch[delivered]!
         // A call's time is its own run in the worker.
-        p.resolve({ status, text, logs, elapsedMs: elapsedUs / 1000 })
+        p.resolve({ status, text, logs, elapsedMs: elapsedUs / 1000, ...(spent !== 0xffffffff ? { fuel: spent * 1000 } : {}) })
       }
     }
     for (;;) {

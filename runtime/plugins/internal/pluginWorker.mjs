@@ -70,22 +70,30 @@ const instantiate = async () => {
 let outPos = 0
 const startedAt = new Float64Array(ctrlSab, 48, 1)
 
-/** Writes one call's result after the previous one's and counts it ended. */
-const finish = (status, out, elapsedUs) => {
+/** Fuel a call spent, in thousands of units (a u32 in the result header), or NoFuel for a module that is not metered. */
+const NoFuel = 0xffffffff
+const spentOf = (budget) => (fuel === null ? NoFuel : Math.min(NoFuel - 1, Number((budget - (fuel.value > 0n ? fuel.value : 0n)) / 1000n)))
+
+/**
+ * Writes one call's result after the previous one's and counts it ended: a 20-byte header
+ * (status, output length, logs length, elapsed µs, fuel spent in thousands), the output, the logs.
+ */
+const finish = (status, out, elapsedUs, spent = NoFuel) => {
   const trailer = enc.encode(JSON.stringify(state.logs))
-  if (!ensure(outPos + 16 + out.length + trailer.length)) {
+  if (!ensure(outPos + 20 + out.length + trailer.length)) {
     status = TOO_LARGE
     out = enc.encode("output too large")
-    if (!ensure(outPos + 16 + out.length + 2)) return false
+    if (!ensure(outPos + 20 + out.length + 2)) return false
   }
   const logsBytes = status === TOO_LARGE ? enc.encode("[]") : trailer
   putU32(data, outPos, status)
   putU32(data, outPos + 4, out.length)
   putU32(data, outPos + 8, logsBytes.length)
   putU32(data, outPos + 12, Math.min(0xffffffff, Math.round(elapsedUs)))
-  data.set(out, outPos + 16)
-  data.set(logsBytes, outPos + 16 + out.length)
-  outPos += 16 + out.length + logsBytes.length
+  putU32(data, outPos + 16, spent)
+  data.set(out, outPos + 20)
+  data.set(logsBytes, outPos + 20 + out.length)
+  outPos += 20 + out.length + logsBytes.length
   return true
 }
 
@@ -98,14 +106,14 @@ const runCall = async (fn, input, timeoutMs) => {
   try {
     const out = await plugin.call(["plugin", fn], input)
     const us = (performance.now() - t0) * 1000
-    if (state.error !== null) finish(PLUGIN_ERROR, enc.encode(state.error), us)
-    else if (out === null) finish(NO_OUTPUT, new Uint8Array(0), us)
-    else finish(OK, out.bytes(), us)
+    if (state.error !== null) finish(PLUGIN_ERROR, enc.encode(state.error), us, spentOf(budget))
+    else if (out === null) finish(NO_OUTPUT, new Uint8Array(0), us, spentOf(budget))
+    else finish(OK, out.bytes(), us, spentOf(budget))
   } catch (error) {
     broken = true
     const outOfFuel = fuel !== null && fuel.value <= 0n
     const { status, text } = faultOf({ error, outOfFuel, budget, timeoutMs, state, memoryPages: memory.buffer.byteLength / 65536, memoryMaxPages })
-    finish(StatusNames.indexOf(status), enc.encode(text), (performance.now() - t0) * 1000)
+    finish(StatusNames.indexOf(status), enc.encode(text), (performance.now() - t0) * 1000, spentOf(budget))
   }
   return broken
 }
