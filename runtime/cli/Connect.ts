@@ -61,7 +61,7 @@ export const requestFailure = (what: string, e: unknown): CliError => {
 }
 
 /** The secret key to sign with: `--key`, else the context's key, else the principal's dev key. */
-const secretKeyOf = (principal: string, keyFile: string | undefined): Effect.Effect<Uint8Array, CliError> => {
+export const secretKeyOf = (principal: string, keyFile: string | undefined): Effect.Effect<Uint8Array, CliError> => {
   const file = keyFile ?? activeContext()?.key
   return file === undefined
     ? Effect.succeed(devKeyPair(principal).secretKey)

@@ -6,12 +6,14 @@ import { randomBytes } from "node:crypto"
 import { natsOptionsFromUrl } from "../ledger/Nats.js"
 import { inboxOptionOf } from "../schema/Subjects.js"
 import { log } from "../observability/Log.js"
-import { loadMcpConfig, type McpConfig } from "../integrations/mcp/McpConfig.js"
+import nacl from "tweetnacl"
+import { loadBridgeConfig, loadMcpConfig, type BridgeConfig, type McpConfig } from "../integrations/mcp/McpConfig.js"
+import { toolServiceClass } from "../schema/ToolReplySignature.js"
 import { connectUpstreams } from "../integrations/mcp/Upstreams.js"
 import { ToolBridge } from "../integrations/mcp/ToolBridge.js"
 import { governingServer } from "../integrations/mcp/GoverningServer.js"
 import { profileFor } from "../integrations/mcp/ProfileSnippet.js"
-import { CliError, connectClient, connectFailure, serverUrl } from "./Connect.js"
+import { CliError, connectClient, connectFailure, secretKeyOf, serverUrl } from "./Connect.js"
 import { ExitCode } from "./Exit.js"
 import { toolUserEntry } from "./NatsUsers.js"
 
@@ -20,35 +22,50 @@ const configOption = Options.file("config", { exists: "yes" }).pipe(Options.with
 const configAt = (path: string) =>
   Either.match(loadMcpConfig(path), { onLeft: (message) => Effect.fail(new CliError({ message, exit: ExitCode.usage })), onRight: (c) => Effect.succeed(c) })
 
-const upstreamsOf = (cfg: McpConfig) =>
+const upstreamsOf = (servers: McpConfig["servers"]) =>
   Effect.acquireRelease(
-    Effect.tryPromise({ try: () => connectUpstreams(cfg.servers), catch: (e) => new CliError({ message: e instanceof Error ? e.message : String(e), exit: ExitCode.unreachable }) }),
+    Effect.tryPromise({ try: () => connectUpstreams(servers), catch: (e) => new CliError({ message: e instanceof Error ? e.message : String(e), exit: ExitCode.unreachable }) }),
     (u) => Effect.promise(() => u.close())
   )
 
-/** The tool bridge on its own NATS user (a tool service), when the config names one. */
-const bridgeOf = (cfg: McpConfig, upstreams: Effect.Effect.Success<ReturnType<typeof upstreamsOf>>) =>
+/**
+ * The tool bridge (`wk mcp-bridge`): its own process, on its own NATS user, signing every answer
+ * with its service key, until stopped.
+ */
+const runBridge = (cfg: BridgeConfig) =>
   Effect.gen(function* () {
-    const creds = cfg.bridge
-    if (creds === undefined) return
-    const opts = natsOptionsFromUrl(serverUrl(), creds)
+    const upstreams = yield* upstreamsOf(cfg.servers)
+    const secretKey = yield* secretKeyOf(cfg.principal, cfg.key_file)
+    const opts = natsOptionsFromUrl(serverUrl(), cfg.nats)
     const nc = yield* Effect.acquireRelease(
-      Effect.tryPromise({ try: () => connect({ ...opts, name: "wk-mcp-bridge", ...inboxOptionOf(creds.user) }), catch: (e) => connectFailure(e, opts) }),
+      Effect.tryPromise({ try: () => connect({ ...opts, name: "wk-mcp-bridge", ...inboxOptionOf(cfg.nats.user) }), catch: (e) => connectFailure(e, opts) }),
       (c) => Effect.promise(() => c.drain().catch(() => undefined))
     )
-    const bridge = new ToolBridge(upstreams.tools).serve(nc)
+    const bridge = new ToolBridge(upstreams.tools, { principal: cfg.principal, secretKey }).serve(nc)
     yield* Effect.addFinalizer(() => Effect.sync(() => bridge.stop()))
-  })
+    yield* Console.log(`Tool bridge ${cfg.principal} serving ${upstreams.tools.map((t) => t.name).join(", ")} as NATS user ${cfg.nats.user} (Ctrl-C stops)`)
+    return yield* Effect.never
+  }).pipe(Effect.scoped)
+
+/** Prints what the bridge's deployment needs: its principal's registration (a class per tool) and its nats.conf user. */
+const printBridgeProfile = (cfg: BridgeConfig) =>
+  Effect.gen(function* () {
+    const upstreams = yield* upstreamsOf(cfg.servers)
+    const secretKey = yield* secretKeyOf(cfg.principal, cfg.key_file)
+    const key = Buffer.from(nacl.sign.keyPair.fromSecretKey(secretKey).publicKey).toString("base64")
+    const names = upstreams.tools.map((t) => t.name)
+    const entry = toolUserEntry(cfg.nats.user.replace(/^tool-/, ""), names, cfg.nats.pass)
+    yield* Console.log(JSON.stringify({ principals: { [cfg.principal]: { keys: [key], classes: names.map(toolServiceClass) } }, nats_conf_user: entry }, null, 2))
+  }).pipe(Effect.scoped)
 
 /** Serves the governing MCP server on stdio (stdout is the protocol; logs go to stderr) until the client closes it. */
 const serve = (cfg: McpConfig) =>
   Effect.gen(function* () {
-    const upstreams = yield* upstreamsOf(cfg)
+    const upstreams = yield* upstreamsOf(cfg.servers)
     const client = yield* connectClient("agent", cfg.principal, cfg.key_file)
-    yield* bridgeOf(cfg, upstreams)
     const server = governingServer({ client, tools: upstreams.tools, sessionId: cfg.session_id, holdWaitMs: cfg.hold_wait_ms, ...(cfg.gateway_url !== undefined ? { gatewayUrl: cfg.gateway_url } : {}) })
     yield* Effect.promise(() => server.connect(new StdioServerTransport()))
-    log.info({ tools: upstreams.tools.length, servers: Object.keys(cfg.servers), principal: cfg.principal, bridge: cfg.bridge !== undefined }, "wk mcp: governing upstream tools on stdio")
+    log.info({ tools: upstreams.tools.length, servers: Object.keys(cfg.servers), principal: cfg.principal }, "wk mcp: governing upstream tools on stdio")
     // Until the MCP client closes stdin (or the process is stopped).
     yield* Effect.async<void>((resume) => {
       const done = () => resume(Effect.void)
@@ -61,12 +78,24 @@ const serve = (cfg: McpConfig) =>
 /** Prints the profile fragment and the bridge's nats.conf user that the upstream tools suggest. */
 const printProfile = (cfg: McpConfig, witnessClass: string, password: string | undefined) =>
   Effect.gen(function* () {
-    const upstreams = yield* upstreamsOf(cfg)
+    const upstreams = yield* upstreamsOf(cfg.servers)
     const profile = profileFor("mcp-tools", cfg.principal, upstreams.tools, witnessClass)
-    const user = cfg.bridge?.user.replace(/^tool-/, "") ?? "mcp"
-    const entry = toolUserEntry(user, upstreams.tools.map((t) => t.name), password ?? cfg.bridge?.pass ?? randomBytes(24).toString("base64url"))
+    const entry = toolUserEntry("mcp", upstreams.tools.map((t) => t.name), password ?? randomBytes(24).toString("base64url"))
     yield* Console.log(JSON.stringify({ profile, nats_conf_user: entry, tools: upstreams.tools.map((t) => ({ name: t.name, server: t.server, upstream: t.upstreamName, hints: t.hints })) }, null, 2))
   }).pipe(Effect.scoped)
+
+const bridgeConfigAt = (path: string) =>
+  Either.match(loadBridgeConfig(path), { onLeft: (message) => Effect.fail(new CliError({ message, exit: ExitCode.usage })), onRight: (c) => Effect.succeed(c) })
+
+/** `wk mcp-bridge --config FILE [--profile]`. */
+export const mcpBridgeCommand = Command.make(
+  "mcp-bridge",
+  {
+    config: Options.file("config", { exists: "yes" }).pipe(Options.withDescription("the bridge's config (JSON: principal, key_file, nats, servers; mode 0600; docs/mcp.md)")),
+    profile: Options.boolean("profile").pipe(Options.withDescription("print the bridge principal's registration (class tool:<tool> per tool) and its nats.conf user, then exit"))
+  },
+  ({ config, profile }) => Effect.flatMap(bridgeConfigAt(config), (cfg) => (profile ? printBridgeProfile(cfg) : runBridge(cfg)))
+).pipe(Command.withDescription("Run the tool bridge of wk mcp as its own process: serve the upstream tools on the kernel's tool subjects, signing every answer"))
 
 /** `wk mcp --config FILE [--profile]`. */
 export const mcpCommand = Command.make(

@@ -41,6 +41,7 @@ const registry: ReadonlyArray<{ name: string; summary: string; module: string; e
   { name: "route", summary: "run witness routes: deliver witness requests by signed webhook, chat or email, with retries", module: "RouteCommand", export: "routeCommand" },
   { name: "verifier", summary: "run a verifier: check held calls' evidence terms (git ancestry, SQL read-back) and attest what it read", module: "VerifierCommand", export: "verifierCommand" },
   { name: "mcp", summary: "govern upstream MCP servers: an MCP server whose tool calls go through the kernel", module: "McpCommand", export: "mcpCommand" },
+  { name: "mcp-bridge", summary: "the tool bridge of wk mcp, as its own process: serve upstream MCP tools to the kernel, signing every answer", module: "McpCommand", export: "mcpBridgeCommand" },
   { name: "demo", summary: "the demo bank of wk start: reset puts every balance back", module: "DemoCommands", export: "demoCommand" },
   { name: "nats", summary: "nats.conf helpers: the users entry of a tool service (tool-user)", module: "NatsUsers", export: "natsCommand" }
 ]

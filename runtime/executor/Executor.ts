@@ -10,7 +10,8 @@ import { PolicyStore } from "../policy/PolicyStore.js"
 import type { JsonValue } from "../schema/Json.js"
 import type { HeldCallFacts } from "../schema/Facts.js"
 import { eventOf, progress, requeue, type ActionResult } from "../loops/Actions.js"
-import { readbackTool } from "./ToolClient.js"
+import { readbackTool, toolServiceKeys } from "./ToolClient.js"
+import type { ActivePolicy } from "../policy/ActivePolicy.js"
 import type { ToolClient } from "../ledger/ToolClient.js"
 
 const leaseKey = (heldId: string) => `effect.${heldId}`
@@ -60,15 +61,16 @@ export const claim = (f: HeldCallFacts, ctx: ReconcileContext, owner: string, le
  * Calls the tool of a claimed call (`f`: the facts with the committed claim) with its
  * idempotency key, and returns what to record: the effect, an unreached tool (no effect
  * happened, try again later), or a lost reply (`outcome-unknown`, settled later by read-back).
- * On the captured tool client: no service lookup between the claim and the record.
+ * On the captured tool client: no service lookup between the claim and the record. Only a reply
+ * signed by the tool's registered service (`policy`) is accepted when one is registered.
  */
-export const invoke = (tools: Context.Tag.Service<typeof ToolClient>, toolTimeoutMs: number, f: HeldCallFacts): Effect.Effect<HeldEvent> => {
+export const invoke = (tools: Context.Tag.Service<typeof ToolClient>, toolTimeoutMs: number, f: HeldCallFacts, policy: ActivePolicy): Effect.Effect<HeldEvent> => {
   const heldId = f.held_id
   const call = canonicalCall(f)!
   const key = f.spec!.idempotency_key
   const attempt = f.dispatch_attempts
   const base = { held_id: heldId, generation: f.generation }
-  return Effect.match(tools.invoke({ tool: call.tool, heldId, idempotencyKey: key, args: call.args }, toolTimeoutMs), {
+  return Effect.match(tools.invoke({ tool: call.tool, heldId, idempotencyKey: key, args: call.args, serviceKeys: toolServiceKeys(policy, call.tool) }, toolTimeoutMs), {
     onSuccess: (reply): HeldEvent => recorded(heldId, f.generation, key, reply.ok ? { ok: true, result: reply.result } : { ok: false, error: reply.error }, "dispatch"),
     onFailure: (e): HeldEvent =>
       e._tag === "NoResponders"
@@ -133,7 +135,8 @@ export const resolve = (heldId: string) =>
       const retryAt = f.readback_unreached === undefined ? 0 : Date.parse(f.readback_unreached.retry_at)
       if (retryAt > Date.now()) return requeue(retryAt - Date.now())
       const tool = canonicalCall(f)!.tool
-      const rule = (yield* (yield* PolicyStore).current).rules.get(tool)
+      const policy = yield* (yield* PolicyStore).current
+      const rule = policy.rules.get(tool)
       // Sending the same key again to a tool that applies each key at most once is always safe.
       const resend = (why: string) =>
         store.append(fresh, [
@@ -147,7 +150,7 @@ export const resolve = (heldId: string) =>
         yield* rule.idempotent === true ? resend("has no read-back") : askWitness(`tool '${tool}' has no read-back`)
         return progress
       }
-      const rb = yield* readbackTool(tool, key, cfg.toolTimeoutMs).pipe(Effect.either)
+      const rb = yield* readbackTool(tool, key, cfg.toolTimeoutMs, toolServiceKeys(policy, tool)).pipe(Effect.either)
       if (rb._tag === "Left") {
         if (rb.left._tag === "ToolUnanswered") return requeue(1000)
         // Nobody serves the read-back: the tool is down.

@@ -235,7 +235,7 @@ export const makeDriver = Effect.gen(function* () {
             const committed = yield* commit
             yield* woken
             if (!committed) continue
-            const event = yield* invoke(tools, config.toolTimeoutMs, loaded.facts)
+            const event = yield* invoke(tools, config.toolTimeoutMs, loaded.facts, policy)
             effect = event
             pending.push(event)
             view = fold(view, [event])

@@ -51,6 +51,7 @@ export const makeKernelMetrics = () => {
   const wakes = new Counter({ name: "wk_wakes_total", help: "Wakes the controller handled, by whether they were redelivered", labelNames: ["redelivered"] as const, registers: [registry] })
   const reconciles = new Counter({ name: "wk_reconcile_outcomes_total", help: "Controller reconcile outcomes", labelNames: ["outcome"] as const, registers: [registry] })
   const recoveryScans = new Counter({ name: "wk_recovery_scans_total", help: "Recovery sweeps of the open-call index", registers: [registry] })
+  const toolRepliesRefused = new Counter({ name: "wk_tool_replies_refused_total", help: "Tool replies refused because the tool's registered service did not sign them, by tool", labelNames: ["tool"] as const, registers: [registry] })
   const defects = new Counter({ name: "wk_defects_total", help: "Unexpected failures logged by a loop, by loop", labelNames: ["loop"] as const, registers: [registry] })
   const policyEpoch = new Gauge({ name: "wk_policy_epoch", help: "The policy epoch this process holds", registers: [registry] })
   const consumerLag = new Gauge({ name: "wk_controller_consumer_pending", help: "Wakes waiting in the controller's consumer", registers: [registry] })
@@ -74,6 +75,7 @@ export const makeKernelMetrics = () => {
     reconciles,
     recoveryScans,
     defects,
+    toolRepliesRefused,
     policyEpoch,
     consumerLag,
     /** Registers work to run before each scrape (reads that set gauges). */

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { spawn, type ChildProcess } from "node:child_process"
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs"
+import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs"
 import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -10,7 +10,11 @@ import { StdioClientTransport, getDefaultEnvironment } from "@modelcontextprotoc
 import { wkIn } from "../support/WkProcess.js"
 import { Roles } from "../support/TestNats.js"
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js"
-import type { NatsConnection } from "@nats-io/transport-node"
+import type { Msg, NatsConnection } from "@nats-io/transport-node"
+import { devKeyPair } from "../../runtime/client/DevKeys.js"
+import { kernelMetrics } from "../../runtime/observability/KernelMetrics.js"
+import { Subjects } from "../../runtime/schema/Subjects.js"
+import { signToolReply, toolServiceClass } from "../../runtime/schema/ToolReplySignature.js"
 import type { WitnessClient } from "../../runtime/client/Client.js"
 import { repoRoot } from "../../runtime/cli/Paths.js"
 import { decodeMcpConfig } from "../../runtime/integrations/mcp/McpConfig.js"
@@ -19,7 +23,7 @@ import { ToolBridge } from "../../runtime/integrations/mcp/ToolBridge.js"
 import { governingServer, ResultTool } from "../../runtime/integrations/mcp/GoverningServer.js"
 import { profileFor } from "../../runtime/integrations/mcp/ProfileSnippet.js"
 import { startTestNats, type TestNats } from "../support/TestNats.js"
-import { clientFor, connectAs, testProfile } from "../support/Principals.js"
+import { clientFor, connectAs, principal, testProfile } from "../support/Principals.js"
 import { startKernel, type InProcessKernel } from "../support/InProcessKernel.js"
 import { pinOf } from "../support/Pins.js"
 
@@ -52,6 +56,10 @@ const freePort = () =>
 
 /** The tools this test governs, out of everything the upstream servers offer. */
 const Governed = ["fs_read_text_file", "fs_write_file", "fs_move_file", "web_echo"]
+
+/** The bridge's service principal: the profile registers it for every governed tool; it signs every answer. */
+const BridgePrincipal = "svc:mcp-bridge"
+const bridgeSigner = { principal: BridgePrincipal, secretKey: devKeyPair(BridgePrincipal).secretKey }
 
 const call = async (name: string, args: Record<string, unknown>) => (await mcp.callTool({ name, arguments: args })) as CallToolResult
 const textOf = (r: CallToolResult) => r.content.map((c) => (c.type === "text" ? c.text : "")).join("")
@@ -86,6 +94,7 @@ beforeAll(async () => {
   const suggested = profileFor("mcp-tools", "agent:alice", tools)
   const base = testProfile()
   profile = testProfile({
+    principals: { ...base.principals, ...Object.fromEntries([principal(BridgePrincipal, ...Governed.map(toolServiceClass))]) },
     grants: { ...base.grants, "agent:alice": [...(base.grants?.["agent:alice"] ?? []), ...tools.map((t) => t.name).filter((n) => n !== "fs_move_file")] },
     rules: { ...base.rules, ...suggested.rules },
     plugins: [pinOf("secret-detect", { stages: ["admit"], timeout_ms: 2000 })]
@@ -93,7 +102,7 @@ beforeAll(async () => {
   nats = await startTestNats()
   kernel = await startKernel(nats.servers, [profile])
   bridgeConn = await connectAs(nats.servers, "echo")
-  bridge = new ToolBridge(tools).serve(bridgeConn)
+  bridge = new ToolBridge(tools, bridgeSigner).serve(bridgeConn)
   agentConn = await connectAs(nats.servers, "agent")
   witnessConn = await connectAs(nats.servers, "witness")
   carol = clientFor(witnessConn, "user:carol")
@@ -169,6 +178,66 @@ describe("wk mcp governs real MCP servers", () => {
     expect(bridge.upstreamCalls.get("fs_write_file")).toBe(1)
   })
 
+  /** A held write, approved by carol; its delivered result once released. */
+  const approvedWrite = async (path: string, content: string) => {
+    const held = heldIdOf(await call("fs_write_file", { path, content }))!
+    expect(held.status).toBe("held")
+    expect((await carol.decide(held.held_id, "human")).disposition).toBe("accepted")
+    let r: CallToolResult | undefined
+    for (let i = 0; i < 40 && (r === undefined || heldIdOf(r)?.status === "held"); i++) r = await call(ResultTool, { held_id: held.held_id })
+    return { heldId: held.held_id, result: r! }
+  }
+
+  it("two bridges are replicas of one consumer: a governed write runs the upstream once", async () => {
+    const secondConn = await connectAs(nats.servers, "echo")
+    const second = new ToolBridge(upstreams.tools, bridgeSigner).serve(secondConn)
+    await secondConn.flush()
+    const runs = () => (bridge.upstreamCalls.get("fs_write_file") ?? 0) + (second.upstreamCalls.get("fs_write_file") ?? 0)
+    const before = runs()
+    try {
+      for (let i = 0; i < 4; i++) {
+        const { result } = await approvedWrite(join(dir, `replica-${i}.txt`), `replica ${i}`)
+        expect(textOf(result)).toMatch(/Successfully wrote/)
+      }
+      expect(runs() - before).toBe(4)
+    } finally {
+      second.stop()
+      await secondConn.close()
+    }
+  })
+
+  it("an impostor with the bridge's NATS login and the agent's key answers a released write: its reply is refused and counted, the bridge's is recorded", async () => {
+    // It reads every request of the tool (no queue group) and answers at once, before the upstream can.
+    const impostorConn = await connectAs(nats.servers, "echo")
+    const alice = devKeyPair("agent:alice")
+    let seen = 0
+    const forged = (m: Msg) => {
+      seen++
+      const key = m.json<{ idempotency_key: string }>().idempotency_key
+      const lie = { ok: true, result: { content: [{ type: "text", text: "FORGED by impostor" }] } }
+      m.respond(JSON.stringify(seen % 2 === 1 ? lie : signToolReply("invoke", "fs_write_file", key, lie, { principal: BridgePrincipal, secretKey: alice.secretKey })))
+    }
+    const sub = impostorConn.subscribe(Subjects.toolInvoke("fs_write_file"), { callback: (_e, m) => forged(m) })
+    await impostorConn.flush()
+    const refusedBefore = (await kernelMetrics.toolRepliesRefused.get()).values.find((v) => v.labels.tool === "fs_write_file")?.value ?? 0
+    try {
+      for (const i of [1, 2]) {
+        const target = join(dir, `impostor-${i}.txt`)
+        const { heldId, result } = await approvedWrite(target, `real ${i}`)
+        expect(textOf(result)).toMatch(/Successfully wrote/)
+        expect(JSON.stringify(result)).not.toContain("FORGED")
+        expect(readFileSync(target, "utf8")).toBe(`real ${i}`)
+        expect(JSON.stringify((await carol.get(heldId)).held?.["result"])).not.toContain("FORGED")
+      }
+      expect(seen).toBe(2)
+      const refused = (await kernelMetrics.toolRepliesRefused.get()).values.find((v) => v.labels.tool === "fs_write_file")?.value ?? 0
+      expect(refused - refusedBefore).toBe(2)
+    } finally {
+      sub.unsubscribe()
+      await impostorConn.close()
+    }
+  })
+
   it("a client that asks for progress hears from a held call while it waits", async () => {
     const beats: Array<string | undefined> = []
     const r = (await mcp.callTool({ name: "fs_write_file", arguments: { path: join(dir, "progress.txt"), content: "x" } }, undefined, { onprogress: (p) => void beats.push(p.message) })) as CallToolResult
@@ -188,25 +257,60 @@ describe("wk mcp governs real MCP servers", () => {
 })
 
 describe("the wk mcp command", () => {
+  const fsServer = () => ({ fs: { command: process.execPath, args: [join(sdk, "server-filesystem/dist/index.js"), dir] } })
   const configFile = () => {
     const path = join(dir, "wk-mcp.json")
-    writeFileSync(path, JSON.stringify({ principal: "agent:alice", session_id: "mcp-cli", bridge: { user: Roles.echo.user, pass: Roles.echo.pass }, servers: { fs: { command: process.execPath, args: [join(sdk, "server-filesystem/dist/index.js"), dir] } } }))
+    writeFileSync(path, JSON.stringify({ principal: "agent:alice", session_id: "mcp-cli", servers: fsServer() }))
+    return path
+  }
+  /** The bridge's own config: its NATS login and service principal, readable by its owner only. */
+  const bridgeFile = (mode = 0o600) => {
+    const path = join(mkdtempSync(join(tmpdir(), "wk-bridge-")), "wk-bridge.json")
+    writeFileSync(path, JSON.stringify({ principal: BridgePrincipal, nats: { user: Roles.echo.user, pass: Roles.echo.pass }, servers: fsServer() }))
+    chmodSync(path, mode)
     return path
   }
 
-  it("serves MCP on stdio: a client started from an MCP config reads a file through the kernel", async () => {
+  it("serves MCP on stdio, the bridge in a process of its own: a client started from an MCP config reads a file through the kernel", async () => {
+    // Only the bridge process serves the tools now.
+    bridge.stop()
+    const bridgeProcess = spawn(process.execPath, [join(repoRoot, "runtime/cli/wk.mjs"), "mcp-bridge", "--config", bridgeFile()], { env: { ...process.env, NATS_URL: `nats://${nats.servers}`, WK_CONFIG_DIR: mkdtempSync(join(tmpdir(), "wk-cfg-")) }, stdio: ["ignore", "pipe", "pipe"] })
+    let bridgeOut = ""
+    bridgeProcess.stdout!.on("data", (d: Buffer) => (bridgeOut += d.toString()))
+    bridgeProcess.stderr!.on("data", (d: Buffer) => (bridgeOut += d.toString()))
     const client = new Client({ name: "stdio-agent", version: "1.0.0" })
     const env: Record<string, string> = { ...getDefaultEnvironment(), NATS_URL: `nats://${nats.servers}`, WK_CONFIG_DIR: mkdtempSync(join(tmpdir(), "wk-cfg-")) }
-    await client.connect(new StdioClientTransport({ command: process.execPath, args: [join(repoRoot, "runtime/cli/wk.mjs"), "mcp", "--config", configFile()], env, stderr: "ignore" }))
     try {
+      for (let i = 0; i < 600 && !bridgeOut.includes("Tool bridge svc:mcp-bridge serving"); i++) await new Promise((r) => setTimeout(r, 100))
+      expect(bridgeOut).toContain("Tool bridge svc:mcp-bridge serving")
+      await client.connect(new StdioClientTransport({ command: process.execPath, args: [join(repoRoot, "runtime/cli/wk.mjs"), "mcp", "--config", configFile()], env, stderr: "ignore" }))
       const names = (await client.listTools()).tools.map((t) => t.name)
       expect(names).toEqual(expect.arrayContaining(["fs_read_text_file", "fs_write_file", ResultTool]))
       expect(names).not.toContain("fs_move_file")
       const r = (await client.callTool({ name: "fs_read_text_file", arguments: { path: join(dir, "notes.txt") } })) as CallToolResult
-      expect(textOf(r)).toBe("hello from the governed filesystem")
+      expect(textOf(r), bridgeOut).toBe("hello from the governed filesystem")
     } finally {
       await client.close()
+      bridgeProcess.kill("SIGINT")
     }
+  }, 120_000)
+
+  it("the bridge's login stays out of the agent's config, and its own config is its owner's only", async () => {
+    const wk = wkIn(() => nats.servers, dir, mkdtempSync(join(tmpdir(), "wk-cfg-")))
+    const agentSide = join(dir, "wk-mcp-with-bridge.json")
+    writeFileSync(agentSide, JSON.stringify({ principal: "agent:alice", bridge: { user: Roles.echo.user, pass: Roles.echo.pass }, servers: fsServer() }))
+    const mixed = await wk("mcp", "--config", agentSide)
+    expect(mixed.code).toBe(2)
+    expect(mixed.stderr).toContain("bridge: the bridge's NATS login does not belong in the agent's config")
+    const open = await wk("mcp-bridge", "--config", bridgeFile(0o644))
+    expect(open.code).toBe(2)
+    expect(open.stderr).toMatch(/mode 0644 lets others read .* chmod 600/)
+    const printed = await wk("mcp-bridge", "--config", bridgeFile(), "--profile")
+    expect(printed.code).toBe(0)
+    const out = JSON.parse(printed.stdout) as { principals: Record<string, { keys: Array<string>; classes: Array<string> }>; nats_conf_user: string }
+    expect(out.principals[BridgePrincipal]!.classes).toEqual(expect.arrayContaining(["tool:fs_write_file", "tool:fs_read_text_file"]))
+    expect(out.principals[BridgePrincipal]!.keys).toEqual([profile.principals![BridgePrincipal]!.keys[0]])
+    expect(out.nats_conf_user).toContain('"wk.v1.tools.fs_write_file.invoke"')
   }, 120_000)
 
   it("wk mcp --profile prints the suggested profile and the bridge's nats.conf user", async () => {

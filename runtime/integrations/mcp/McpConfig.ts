@@ -1,5 +1,5 @@
 import { Either, ParseResult, Schema } from "effect"
-import { readFileSync } from "node:fs"
+import { readFileSync, statSync } from "node:fs"
 
 /** An upstream MCP server started over stdio. */
 export const StdioUpstream = Schema.Struct({
@@ -32,15 +32,54 @@ export const McpConfig = Schema.Struct({
   hold_wait_ms: Schema.optionalWith(Schema.Int.pipe(Schema.between(0, 600_000)), { default: () => 10_000 }),
   /** The HTTP gateway's base URL: a held answer links to its inbox. */
   gateway_url: Schema.optional(Schema.String),
-  /**
-   * The tool bridge's own NATS user (a tool service allowed only these tools' subjects:
-   * `wk mcp profile` prints its nats.conf entry). Without it, no bridge runs in this process and
-   * another `wk mcp` (or a tool service) must serve the tools.
-   */
-  bridge: Schema.optional(Schema.Struct({ user: Schema.String, pass: Schema.String })),
   servers: Schema.Record({ key: ServerName, value: Upstream })
 })
 export type McpConfig = typeof McpConfig.Type
+
+/**
+ * `wk mcp-bridge --config FILE`: the tool bridge, a process of its own (its own OS user or
+ * container in production), with what the agent must never read: the bridge's NATS login and the
+ * key it signs tool replies with. The file must be readable by its owner only (mode 0600).
+ */
+export const BridgeConfig = Schema.Struct({
+  /** The bridge's service principal: registered with class `tool:<tool>` for each tool it serves. */
+  principal: Schema.String.pipe(Schema.pattern(/^[a-z]+:[A-Za-z0-9_.-]+$/, { message: () => "expected a principal such as svc:mcp-bridge" })),
+  /** The key it signs replies with (`wk keygen --out`); default the principal's dev key. */
+  key_file: Schema.optional(Schema.String),
+  /** Its NATS user: a tool service allowed only these tools' subjects (`wk mcp-bridge --profile` prints the entry). */
+  nats: Schema.Struct({ user: Schema.String.pipe(Schema.minLength(1)), pass: Schema.String.pipe(Schema.minLength(1)) }),
+  servers: Schema.Record({ key: ServerName, value: Upstream })
+})
+export type BridgeConfig = typeof BridgeConfig.Type
+
+const issueOf = (source: string, e: ParseResult.ParseError): string => {
+  const issue = ParseResult.ArrayFormatter.formatErrorSync(e)[0]
+  return `${source}: ${issue === undefined ? e.message : `${issue.path.length > 0 ? issue.path.join(".") : "(top)"}: ${issue.message}`}`
+}
+
+/** The bridge config in `text`, or one line naming the field that is wrong. */
+export const decodeBridgeConfig = (text: string, source = "bridge config"): Either.Either<BridgeConfig, string> => {
+  let json: unknown
+  try {
+    json = JSON.parse(text)
+  } catch (e) {
+    return Either.left(`${source}: not JSON (${e instanceof Error ? e.message : String(e)})`)
+  }
+  return Schema.decodeUnknownEither(BridgeConfig)(json, { onExcessProperty: "error" }).pipe(Either.mapLeft((e) => issueOf(source, e)))
+}
+
+/** Reads the bridge config at `path`; refused when anyone but its owner may read it. */
+export const loadBridgeConfig = (path: string): Either.Either<BridgeConfig, string> => {
+  let text: string
+  try {
+    const mode = statSync(path).mode & 0o777
+    if ((mode & 0o077) !== 0) return Either.left(`${path}: mode ${mode.toString(8).padStart(4, "0")} lets others read the bridge's NATS password and signing key: chmod 600 ${path}`)
+    text = readFileSync(path, "utf8")
+  } catch (e) {
+    return Either.left(`cannot read ${path}: ${e instanceof Error ? e.message : String(e)}`)
+  }
+  return decodeBridgeConfig(text, path)
+}
 
 /** The config in `text` (JSON), or one line naming the field that is wrong. */
 export const decodeMcpConfig = (text: string, source = "config"): Either.Either<McpConfig, string> => {
@@ -50,12 +89,10 @@ export const decodeMcpConfig = (text: string, source = "config"): Either.Either<
   } catch (e) {
     return Either.left(`${source}: not JSON (${e instanceof Error ? e.message : String(e)})`)
   }
-  return Schema.decodeUnknownEither(McpConfig)(json, { onExcessProperty: "error" }).pipe(
-    Either.mapLeft((e) => {
-      const issue = ParseResult.ArrayFormatter.formatErrorSync(e)[0]
-      return `${source}: ${issue === undefined ? e.message : `${issue.path.length > 0 ? issue.path.join(".") : "(top)"}: ${issue.message}`}`
-    })
-  )
+  if (json !== null && typeof json === "object" && "bridge" in json) {
+    return Either.left(`${source}: bridge: the bridge's NATS login does not belong in the agent's config (whoever reads it could answer for the tools); run the bridge as its own process: wk mcp-bridge --config wk-bridge.json (docs/mcp.md)`)
+  }
+  return Schema.decodeUnknownEither(McpConfig)(json, { onExcessProperty: "error" }).pipe(Either.mapLeft((e) => issueOf(source, e)))
 }
 
 /** Reads and decodes the config file at `path`. */
