@@ -143,11 +143,19 @@ export const powerWidenings = (before: Authority, after: Authority): ReadonlyArr
     const b = before.get(holder) ?? new Map<string, Power>()
     const a = after.get(holder) ?? new Map<string, Power>()
     const who = holder === Policy ? "" : `${holder}: `
-    for (const [key, p] of [...a].sort(([x], [y]) => (x < y ? -1 : 1))) if (p.role !== "describes" && !b.has(key)) add(p.field, gainedMessage(holder, key, p, who))
+    for (const [key, p] of [...a].sort(byRank)) if (p.role !== "describes" && !b.has(key)) add(p.field, gainedMessage(holder, key, p, who))
     for (const [key, p] of [...b].sort(([x], [y]) => (x < y ? -1 : 1))) if (p.role === "protects" && !a.has(key)) add(p.field, `${holder} no longer ${p.what}: a protection of others is lost`)
   }
   return out
 }
+
+// A holder's powers in the order people read them: who it is, how it signs, what it is, then what it may do.
+const Rank = ["registered", "key:", "class:", "propose:", "admin"]
+const rankOf = (key: string) => {
+  const i = Rank.findIndex((r) => key.startsWith(r))
+  return i === -1 ? Rank.length : i
+}
+const byRank = ([x]: readonly [string, Power], [y]: readonly [string, Power]) => rankOf(x) - rankOf(y) || (x < y ? -1 : x > y ? 1 : 0)
 
 // The messages the kernel has always given for a new principal, key, class, grant or admin.
 const gainedMessage = (holder: string, key: string, p: Power, who: string): string => {

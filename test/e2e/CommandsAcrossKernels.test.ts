@@ -40,14 +40,16 @@ describe("a held call's commands through either of two kernels", () => {
   it("extend, edit, approve; cancel; veto: each call ends as its commands say, a command sent again gets one answer, and no ended call stays open", async () => {
     const { alice, carol } = parties
     const zoe = clientFor(parties.witnessConn, "compliance:zoe")
+    const dave = clientFor(parties.witnessConn, "user:dave")
     const ended: Array<string> = []
     for (let i = 0; i < 3; i++) {
-      // Extended, edited, approved: it runs with the edited arguments.
+      // Extended, edited by carol, approved by dave (the editor's own approval never counts):
+      // it runs with the edited arguments.
       const approved = await hold()
       expect((await carol.extend(approved, "human", new Date(Date.now() + 30 * 60_000))).status).toBe(202)
       const edited = await carol.edit(approved, "human", { from: `cmd-${n}`, to: "shop", amount: 2_400 })
       expect(edited.status).toBe(202)
-      expect((await carol.decide(approved, "human", "approve")).status).toBe(202)
+      expect((await dave.decide(approved, "human", "approve")).status).toBe(202)
       const done = await alice.result(approved, { sessionId: "s-cmds", timeoutMs: 30_000 })
       expect(done.outcome).toBe("completed")
       expect(done.call_digest).toBe(edited.call_digest)
