@@ -110,6 +110,9 @@ export const authorityOf = (policy: ActivePolicy): Authority => {
         if (!isReservedTool(tool)) give(name, `edit:${tool}`, { field, what: `edits held ${tool} calls` })
         give(name, `standing:${tool}`, { field, what: `signs standing approvals of ${tool} calls`, role: "describes" })
       }
+      // Extending a held call's expiry is open to every witness the contract admits, vetoes included.
+      if (as.length > 0 || approverNames.has(name) || entry.classes.some((c) => veto.has(c)))
+        give(name, `extend:${tool}`, { field, what: `extends held ${tool} calls`, role: "describes" })
       for (const c of entry.classes.filter((c) => veto.has(c)))
         give(name, `veto:${tool}`, { field: `${field}.veto`, what: `vetoes ${tool} calls (class '${c}')`, role: "protects" })
       for (const term of contract.evidence ?? [])

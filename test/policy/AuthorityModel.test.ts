@@ -201,7 +201,7 @@ describe("the powers of the organization's contract (human AND fraud) OR breakgl
   const powers = (p: Profile, who: string) => describePowers(authorityOf(activePolicy(0, [p])), who)
 
   it("each principal's powers: the veto holder vetoes and does not edit; approvers edit; the policy shows no template", () => {
-    expect([...powers(org, "compliance:carl")].sort()).toEqual(["acts as class 'compliance' (any contract naming it counts it)", "principal 'compliance:carl' is registered", `signs with key ${keyOf(4)}`, "vetoes money_transfer calls (class 'compliance')"])
+    expect([...powers(org, "compliance:carl")].sort()).toEqual(["acts as class 'compliance' (any contract naming it counts it)", "extends held money_transfer calls", "principal 'compliance:carl' is registered", `signs with key ${keyOf(4)}`, "vetoes money_transfer calls (class 'compliance')"])
     expect(powers(org, "user:carol")).toContain("edits held money_transfer calls")
     expect(powers(org, "compliance:carl")).not.toContain("edits held money_transfer calls")
     expect(powers(org, "admin:ops")).toContain("'admin:ops' applies policy (a narrowing alone, a widening with a second admin)")
