@@ -2,6 +2,7 @@ import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { repoRoot } from "../runtime/cli/Paths.js"
 import { runAuditReplayBench } from "./audit-replay.js"
+import { runAuditRerunBench } from "./audit-rerun.js"
 import { runCliStartBench } from "./cli-start.js"
 import { runCpuBudgetBench } from "./cpu-budget.js"
 import { runCriticalPathBench } from "./critical-path.js"
@@ -15,7 +16,8 @@ import { notes, printNotes, printTable, type Row } from "./Table.js"
 
 /**
  * `npm run bench`: every figure next to its floor, measured in the same run. Select with
- * WK_BENCH_ONLY=cli,kernel,path,budget,effect,hostile,plugin,audit,memory,reeval; sizes with WK_BENCH_RUNS, WK_BENCH_PER_RUN,
+ * WK_BENCH_ONLY=cli,kernel,path,budget,effect,hostile,plugin,audit,rerun,memory,reeval; sizes with WK_BENCH_RUNS, WK_BENCH_PER_RUN,
+ * WK_BENCH_RERUN_CALLS (history sizes of the replay with plugin re-runs; default 1000,10000),
  * WK_BENCH_PARKED (default 100,000 parked calls: that part takes minutes), WK_BENCH_REEVAL_N (open
  * held calls a policy change re-evaluates; default 10,000, 100,000 for the full figure). WK_BENCH_QUICK=1 runs the
  * kernel suite once with few calls, to see its rows produced (figures are noise); WK_BENCH_DBOS=0
@@ -32,6 +34,7 @@ const suites: ReadonlyArray<readonly [string, () => Promise<Array<Row>>]> = [
   ["hostile", runHostileLoadBench],
   ["plugin", () => runPluginStageBench()],
   ["audit", runAuditReplayBench],
+  ["rerun", runAuditRerunBench],
   ["memory", () => runParkedMemoryBench()],
   ["reeval", () => runPolicyReevalBench()]
 ]

@@ -351,8 +351,9 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
       else if (loader !== undefined && Either.isLeft(loader)) pluginCheck = skipped("plugin-rerun", `cannot read the plugin object store: ${loader.left.message}`)
       else if (loader !== undefined && Either.isRight(loader)) {
         const t = tally()
-        t.add("plugin-rerun", yield* rerunPlugins(traced, ctx, loader.right))
-        pluginCheck = t.result("plugin-rerun")
+        const rerun = yield* rerunPlugins(traced, ctx, loader.right)
+        t.add("plugin-rerun", rerun)
+        pluginCheck = t.result("plugin-rerun", `${rerun.checked - rerun.reused} re-run(s); ${rerun.reused} decision(s) identical to one re-run already`)
       }
     }
 

@@ -30,6 +30,76 @@ const RecordedOutput = Schema.Struct({
 
 const HostValueJson = Schema.Struct({ fn: Schema.String, arg: Schema.Unknown, value: Schema.optional(Schema.Unknown), fault: Schema.optional(Schema.String) })
 
+/** A module compiled for re-runs: its memory capped, its user imports, and its metered build when the host would meter it. */
+interface Prepared {
+  readonly module: WebAssembly.Module
+  readonly hostFunctions: ReadonlyArray<string>
+  readonly metered?: WebAssembly.Module
+}
+
+const digests = new WeakMap<Uint8Array, string>()
+/** The sha256 of wasm bytes, once per bytes object (a loader hands the same bytes for every decision of a plugin). */
+const digestOf = (bytes: Uint8Array): string => {
+  let d = digests.get(bytes)
+  if (d === undefined) digests.set(bytes, (d = sha256Hex(bytes)))
+  return d
+}
+
+/** Compiled modules by digest, memory cap and isolation: an audit re-runs thousands of decisions of a few plugins. */
+const prepared = new Map<string, Promise<Prepared | { readonly detail: string }>>()
+const PreparedLimit = 64
+
+const prepare = (bytes: Uint8Array, digest: string, pages: number, isolation: "auto" | "worker"): Promise<Prepared | { readonly detail: string }> => {
+  const key = `${digest}|${pages}|${isolation}`
+  const hit = prepared.get(key)
+  if (hit !== undefined) return hit
+  const made = (async (): Promise<Prepared | { readonly detail: string }> => {
+    const patched = capMemory(bytes, pages)
+    if (!patched.ok) return { detail: patched.detail }
+    const module = await WebAssembly.compile(new Uint8Array(patched.bytes))
+    // Link exactly the user functions the module imports: all of them are served from the record.
+    const hostFunctions = WebAssembly.Module.imports(module).filter((i) => i.module === "extism:host/user").map((i) => i.name)
+    // The same isolation the host would pick: recorded host values answer synchronously, but a
+    // plugin that reads kv or counters was run in a worker, and a re-run should match that.
+    const asyncHost = hostFunctions.includes("wk_kv_get") || hostFunctions.includes("wk_counter")
+    const metered = isolation === "auto" && !asyncHost ? meterModule(patched.bytes) : undefined
+    return metered !== undefined && metered.ok ? { module, hostFunctions, metered: await WebAssembly.compile(new Uint8Array(metered.bytes)) } : { module, hostFunctions }
+  })()
+  if (prepared.size >= PreparedLimit) prepared.delete(prepared.keys().next().value!)
+  prepared.set(key, made)
+  made.catch(() => prepared.delete(key))
+  return made
+}
+
+/**
+ * Runners kept across re-runs, one per plugin, memory cap, isolation and stage: a runner resets
+ * its instance after every call (and makes a new one after a trap), so decisions re-run on it one
+ * after another see what a fresh instance would. `close` ends them all.
+ */
+export interface RerunSession {
+  readonly runner: (key: string, start: () => Promise<Runner>) => Promise<Runner>
+  readonly close: () => Promise<void>
+}
+
+export const makeRerunSession = (): RerunSession => {
+  const runners = new Map<string, Promise<Runner>>()
+  return {
+    runner: (key, start) => {
+      let r = runners.get(key)
+      if (r === undefined) {
+        runners.set(key, (r = start()))
+        r.catch(() => runners.delete(key))
+      }
+      return r
+    },
+    close: async () => {
+      const all = [...runners.values()]
+      runners.clear()
+      await Promise.all(all.map((r) => r.then((x) => x.close(), () => undefined)))
+    }
+  }
+}
+
 /**
  * Re-runs a recorded plugin decision from the pinned wasm: checks the bytes against the
  * recorded digest and the input against the recorded input digest, serves host functions
@@ -39,11 +109,11 @@ const HostValueJson = Schema.Struct({ fn: Schema.String, arg: Schema.Unknown, va
 export const rerunDecision = (
   bytes: Uint8Array,
   decision: Decision,
-  options: { readonly input?: JsonValue; readonly timeout_ms?: number; readonly memory_max_pages?: number; readonly isolation?: "auto" | "worker" } = {}
+  options: { readonly input?: JsonValue; readonly timeout_ms?: number; readonly memory_max_pages?: number; readonly isolation?: "auto" | "worker"; readonly session?: RerunSession } = {}
 ): Effect.Effect<RerunResult, RerunError> =>
   Effect.gen(function* () {
     const fail = (detail: string) => new RerunError({ plugin: decision.by, detail })
-    const digest = sha256Hex(bytes)
+    const digest = digestOf(bytes)
     if (decision.digest !== digest) return yield* Effect.fail(fail(`the bytes hash to ${digest}, the decision names ${decision.digest ?? "(none)"}`))
     const out = Schema.decodeUnknownEither(RecordedOutput)(decision.output)
     if (Either.isLeft(out)) return yield* Effect.fail(fail("the decision output is not a plugin decision record"))
@@ -54,26 +124,16 @@ export const rerunDecision = (
     const recordedHost = Schema.decodeUnknownEither(Schema.Array(HostValueJson))(decision.host_values ?? [])
     if (Either.isLeft(recordedHost)) return yield* Effect.fail(fail("host_values are malformed"))
     const pages = options.memory_max_pages ?? PinDefaults.memory_max_pages
-    const patched = capMemory(bytes, pages)
-    if (!patched.ok) return yield* Effect.fail(fail(patched.detail))
-    const module = yield* Effect.tryPromise({ try: () => WebAssembly.compile(new Uint8Array(patched.bytes)), catch: (e) => fail(String(e)) })
-    // Link exactly the user functions the module imports: all of them are served from the record.
-    const hostFunctions = WebAssembly.Module.imports(module).filter((i) => i.module === "extism:host/user").map((i) => i.name)
-    // The same isolation the host would pick: recorded host values answer synchronously, but a
-    // plugin that reads kv or counters was run in a worker, and a re-run should match that.
-    const spec = { label: decision.by, exports: [stage], hostFunctions, memoryMaxPages: pages }
-    const asyncHost = hostFunctions.includes("wk_kv_get") || hostFunctions.includes("wk_counter")
-    const metered = (options.isolation ?? "auto") === "auto" && !asyncHost ? meterModule(patched.bytes) : undefined
-    const runner: Runner = yield* Effect.tryPromise({
-      try: async () =>
-        metered !== undefined && metered.ok
-          ? MeteredRunner.start({ ...spec, module: await WebAssembly.compile(new Uint8Array(metered.bytes)) })
-          : PluginRunner.start({ ...spec, module }),
-      catch: (e) => fail(String(e))
-    })
+    const ready = yield* Effect.tryPromise({ try: () => prepare(bytes, digest, pages, options.isolation ?? "auto"), catch: (e) => fail(String(e)) })
+    if ("detail" in ready) return yield* Effect.fail(fail(ready.detail))
+    const spec = { label: decision.by, exports: [stage], hostFunctions: ready.hostFunctions, memoryMaxPages: pages }
+    const start = (): Promise<Runner> => (ready.metered !== undefined ? MeteredRunner.start({ ...spec, module: ready.metered }) : PluginRunner.start({ ...spec, module: ready.module }))
+    const session = options.session
+    const runnerKey = `${digest}|${pages}|${options.isolation ?? "auto"}|${stage}`
+    const runner: Runner = yield* Effect.tryPromise({ try: () => (session !== undefined ? session.runner(runnerKey, start) : start()), catch: (e) => fail(String(e)) })
     const raw = yield* Effect.promise(() =>
       runner.call(stage, new TextEncoder().encode(canonicalize(input)), options.timeout_ms ?? PinDefaults.timeout_ms, replayHostHandler(recordedHost.right as ReadonlyArray<HostValue>))
-    ).pipe(Effect.ensuring(Effect.promise(() => runner.close())))
+    ).pipe(Effect.ensuring(session !== undefined ? Effect.void : Effect.promise(() => runner.close())))
     const recorded: JsonValue = out.right.fault !== undefined ? { fault: out.right.fault } : { result: (out.right.result ?? null) as JsonValue }
     let rerun: JsonValue
     if (raw.status !== "ok") rerun = { fault: raw.status }

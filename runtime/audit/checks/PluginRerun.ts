@@ -1,8 +1,9 @@
 import { Effect, Either } from "effect"
-import { rerunDecision } from "../../plugins/Rerun.js"
+import { makeRerunSession, rerunDecision, type RerunResult } from "../../plugins/Rerun.js"
+import type { RerunError } from "../../plugins/PluginError.js"
 import { pluginBy } from "../../plugins/Pipeline.js"
 import { resolvePin, type PluginPin } from "../../schema/PluginPin.js"
-import { jcsDigest } from "../../schema/Canonical.js"
+import { canonicalize, jcsDigest } from "../../schema/Canonical.js"
 import type { Decision, HeldEvent } from "../../schema/Events.js"
 import type { JsonValue } from "../../schema/Json.js"
 import type { AuditError } from "../AuditError.js"
@@ -42,16 +43,21 @@ const admitInput = (s: Step, pin: PluginPin, inputDigest: string | undefined): J
  * `plugin-rerun`: every recorded plugin decision (one with a digest) is re-run from the wasm
  * pinned by that digest in the object store, with its recorded input and host-function values,
  * under the pin's limits from the policy epoch it was made in, and must give the recorded output.
+ * Decisions identical in everything a re-run depends on (wasm digest, input, recorded output and
+ * host values, limits) are re-run once; `reused` counts the others.
  */
 export const rerunPlugins = (
   calls: ReadonlyArray<Traced>,
   ctx: CheckContext,
   load: (sha256: string) => Effect.Effect<PinnedWasm, AuditError>
-): Effect.Effect<Finding, AuditError> =>
-  Effect.gen(function* () {
+): Effect.Effect<Finding & { readonly reused: number }, AuditError> =>
+  Effect.scoped(Effect.gen(function* () {
+    const session = yield* Effect.acquireRelease(Effect.sync(makeRerunSession), (s) => Effect.promise(s.close))
     const violations: Array<Finding["violations"][number]> = []
     const unverified: Array<Finding["unverified"][number]> = []
     let checked = 0
+    let reused = 0
+    const runs = new Map<string, Either.Either<RerunResult, RerunError>>()
     for (const call of calls) {
       const c = collector("plugin-rerun", call.heldId)
       for (const s of call.steps) {
@@ -86,7 +92,13 @@ export const rerunPlugins = (
           }
           const limits = pin === undefined ? {} : { timeout_ms: resolvePin(pin).timeout_ms, memory_max_pages: resolvePin(pin).memory_max_pages, isolation: resolvePin(pin).isolation }
           if (pin === undefined) c.unsure([s.seq], `${d.by}: no policy record for its epoch; re-run with default limits`)
-          const r = yield* Effect.either(rerunDecision(wasm.bytes, d, { ...limits, ...(input !== undefined ? { input } : {}) }))
+          // Everything a re-run depends on: the same key gives the same outcome, so it runs once.
+          const key = [d.digest, d.input_digest ?? "", canonicalize(d.output ?? null), canonicalize(d.host_values ?? []), input === undefined ? "" : canonicalize(input), canonicalize(limits)].join("\u0000")
+          let r = runs.get(key)
+          if (r === undefined) {
+            r = yield* Effect.either(rerunDecision(wasm.bytes, d, { ...limits, session, ...(input !== undefined ? { input } : {}) }))
+            runs.set(key, r)
+          } else reused++
           if (Either.isLeft(r)) c.fail([s.seq], `${d.by}: re-run refused: ${r.left.detail}`)
           else if (!r.right.matches) c.fail([s.seq], `${d.by}: re-run gave ${JSON.stringify(r.right.rerun)}, the log records ${JSON.stringify(r.right.recorded)}`)
         }
@@ -96,5 +108,5 @@ export const rerunPlugins = (
       violations.push(...f.violations)
       unverified.push(...f.unverified)
     }
-    return { checked, violations, unverified }
-  })
+    return { checked, violations, unverified, reused }
+  }))
