@@ -94,7 +94,9 @@ const runBundle = (bundle) => {
  * runtime/cli/bundleCli.mjs), run once; its modules and Run.ts's runner come from that one bundle.
  */
 const loaded = new Map()
-globalThis[Symbol.for("witness-kernel.cli.load")] = async (modules) => {
+// Only a fresh bundle is run: under tsx (no bundle, or one older than the sources) main.ts imports
+// the sources themselves, never a stale or missing bundle.
+if (fresh) globalThis[Symbol.for("witness-kernel.cli.load")] = async (modules) => {
   const groups = JSON.parse(readFileSync(join(bundles, "groups.json"), "utf8"))
   const group = groups.find((g) => modules.every((m) => g.modules.includes(m)))
   if (group === undefined) throw new Error(`wk: no bundle in ${bundles} holds ${modules.join(", ")} (run \`npm run build\`)`)
