@@ -1,7 +1,5 @@
 import { randomBytes } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { Effect } from "effect"
-import { PolicyStore } from "../../runtime/policy/PolicyStore.js"
 import type { NatsConnection } from "@nats-io/transport-node"
 import { DemoBank } from "../../runtime/executor/DemoBank.js"
 import type { WitnessClient } from "../../runtime/client/Client.js"
@@ -57,7 +55,7 @@ afterAll(async () => {
 
 type Applied = { status: number; held_id?: string; policy_epoch?: number; duplicate?: boolean; witness_request?: { contract: { summary?: string } }; error?: { code?: string } }
 const apply = (as: WitnessClient, p: Profile) => as.applyPolicy(p as never) as Promise<Applied>
-const policyNow = () => kernel.runtime.runPromise(Effect.flatMap(PolicyStore, (s) => s.refresh))
+const policyNow = () => kernel.policy()
 const epoch = async () => (await policyNow()).epoch
 const inForce = async () => (await policyNow()).profiles.find((p) => p.name === org.name)!
 

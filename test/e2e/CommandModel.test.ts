@@ -1,10 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import fc from "fast-check"
-import { Effect } from "effect"
 import type { NatsConnection } from "@nats-io/transport-node"
 import { DemoBank } from "../../runtime/executor/DemoBank.js"
 import type { WitnessClient } from "../../runtime/client/Client.js"
-import { PolicyStore } from "../../runtime/policy/PolicyStore.js"
 import { canonicalize } from "../../runtime/schema/Canonical.js"
 import type { Profile } from "../../runtime/schema/Profile.js"
 import { startTestNats, type TestNats } from "../support/TestNats.js"
@@ -76,7 +74,7 @@ let seq = 0
 const ran = new Map<string, number>()
 const count = (name: string) => ran.set(name, (ran.get(name) ?? 0) + 1)
 
-const policyNow = () => kernel.runtime.runPromise(Effect.flatMap(PolicyStore, (s) => s.refresh))
+const policyNow = () => kernel.policy()
 const inForce = async () => (await policyNow()).profiles.find((p) => p.name === "test-org")!
 
 /** Whether approvals of one generation, from witnesses independent of its proposers, meet (human AND fraud) OR breakglass. */

@@ -1,3 +1,5 @@
+import { PolicyStore } from "../../runtime/policy/PolicyStore.js"
+import type { ActivePolicy } from "../../runtime/policy/ActivePolicy.js"
 import { Effect, Fiber, type Layer, ManagedRuntime } from "effect"
 import { join } from "node:path"
 import { layerKernel, publishLocalPlugins, runKernel, type KernelOptions } from "../../runtime/Kernel.js"
@@ -8,6 +10,8 @@ import { Roles } from "./TestNats.js"
 export interface InProcessKernel {
   readonly runtime: ManagedRuntime.ManagedRuntime<Layer.Layer.Success<ReturnType<typeof layerKernel>>, Layer.Layer.Error<ReturnType<typeof layerKernel>>>
   readonly stop: () => Promise<void>
+  /** The policy in force, read from the store (what the kernel decides the next call under). */
+  readonly policy: () => Promise<ActivePolicy>
 }
 
 /** A kernel running in the test process (same code as `wk kernel`), stopped by interrupting it. */
@@ -20,6 +24,7 @@ export const startKernel = async (servers: string, profiles: ReadonlyArray<Profi
   await runtime.runPromise(Effect.sleep(50))
   return {
     runtime,
+    policy: () => runtime.runPromise(Effect.flatMap(PolicyStore, (store) => store.refresh)),
     stop: async () => {
       await runtime.runPromise(Fiber.interrupt(fiber))
       await runtime.dispose()
