@@ -1,6 +1,8 @@
 import { Effect } from "effect"
 import { HeldCallStore, type Loaded } from "../ledger/HeldCallStore.js"
 import { Outbox } from "../ledger/Outbox.js"
+import { commitSigningKey } from "../ledger/CommitSigningKey.js"
+import { signDelivery } from "../schema/DeliverySignature.js"
 import { SpanKind, tracingEnabled, withSpan } from "../observability/Tracing.js"
 import type { DeliveryPublished } from "../schema/Events.js"
 import type { HeldCallFacts } from "../schema/Facts.js"
@@ -46,7 +48,10 @@ export const deliver = (loaded: Loaded) =>
     const outbox = yield* Outbox
     const f = loaded.facts
     const attempt = f.delivery_attempts + 1
-    const body = deliveryOf(f)
+    // Signed when the kernel has a key, and chained to the call's last commit when this process
+    // holds its digest (prev "" otherwise: the signature still covers the message; audit: `delivery`).
+    const key = yield* commitSigningKey
+    const body = key === undefined ? deliveryOf(f) : signDelivery(deliveryOf(f), f.last_seq, loaded.head ?? "", key)
     const publish = outbox.deliver(f.spec!.session_id, body, `${body.delivery_id}:${attempt}`)
     yield* tracingEnabled() ? withSpan("wk.deliver", publish, { kind: SpanKind.PRODUCER, attributes: { "wk.held_id": f.held_id, "wk.outcome": body.outcome ?? "none", "wk.attempt": attempt } }) : publish
     yield* store.append(loaded, [
