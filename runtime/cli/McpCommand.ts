@@ -10,6 +10,7 @@ import nacl from "tweetnacl"
 import { loadBridgeConfig, loadMcpConfig, type BridgeConfig, type McpConfig } from "../integrations/mcp/McpConfig.js"
 import { toolServiceClass } from "../schema/ToolReplySignature.js"
 import { connectUpstreams } from "../integrations/mcp/Upstreams.js"
+import { readCatalog, writeCatalog, type ListedTool } from "../integrations/mcp/ToolCatalog.js"
 import { ToolBridge } from "../integrations/mcp/ToolBridge.js"
 import { governingServer } from "../integrations/mcp/GoverningServer.js"
 import { profileFor } from "../integrations/mcp/ProfileSnippet.js"
@@ -22,7 +23,7 @@ const configOption = Options.file("config", { exists: "yes" }).pipe(Options.with
 const configAt = (path: string) =>
   Either.match(loadMcpConfig(path), { onLeft: (message) => Effect.fail(new CliError({ message, exit: ExitCode.usage })), onRight: (c) => Effect.succeed(c) })
 
-const upstreamsOf = (servers: McpConfig["servers"]) =>
+const upstreamsOf = (servers: BridgeConfig["servers"]) =>
   Effect.acquireRelease(
     Effect.tryPromise({ try: () => connectUpstreams(servers), catch: (e) => new CliError({ message: e instanceof Error ? e.message : String(e), exit: ExitCode.unreachable }) }),
     (u) => Effect.promise(() => u.close())
@@ -41,6 +42,10 @@ const runBridge = (cfg: BridgeConfig) =>
       Effect.tryPromise({ try: () => connect({ ...opts, name: "wk-mcp-bridge", ...inboxOptionOf(cfg.nats.user) }), catch: (e) => connectFailure(e, opts) }),
       (c) => Effect.promise(() => c.drain().catch(() => undefined))
     )
+    if (cfg.catalog !== undefined) {
+      const path = cfg.catalog
+      yield* Effect.try({ try: () => writeCatalog(path, upstreams.tools), catch: (e) => new CliError({ message: `cannot write the tool catalog ${path}: ${e instanceof Error ? e.message : String(e)}`, exit: ExitCode.usage }) })
+    }
     const bridge = new ToolBridge(upstreams.tools, { principal: cfg.principal, secretKey }).serve(nc)
     yield* Effect.addFinalizer(() => Effect.sync(() => bridge.stop()))
     yield* Console.log(`Tool bridge ${cfg.principal} serving ${upstreams.tools.map((t) => t.name).join(", ")} as NATS user ${cfg.nats.user} (Ctrl-C stops)`)
@@ -58,14 +63,20 @@ const printBridgeProfile = (cfg: BridgeConfig) =>
     yield* Console.log(JSON.stringify({ principals: { [cfg.principal]: { keys: [key], classes: names.map(toolServiceClass) } }, nats_conf_user: entry }, null, 2))
   }).pipe(Effect.scoped)
 
+/** The tools the agent side lists: from the bridge's catalog, else from the upstreams it connects to. */
+const listedTools = (cfg: McpConfig) =>
+  cfg.catalog !== undefined
+    ? Either.match(readCatalog(cfg.catalog), { onLeft: (message) => Effect.fail(new CliError({ message, exit: ExitCode.usage })), onRight: (tools) => Effect.succeed(tools) })
+    : Effect.map(upstreamsOf(cfg.servers ?? {}), (u): ReadonlyArray<ListedTool> => u.tools)
+
 /** Serves the governing MCP server on stdio (stdout is the protocol; logs go to stderr) until the client closes it. */
 const serve = (cfg: McpConfig) =>
   Effect.gen(function* () {
-    const upstreams = yield* upstreamsOf(cfg.servers)
+    const tools = yield* listedTools(cfg)
     const client = yield* connectClient("agent", cfg.principal, cfg.key_file)
-    const server = governingServer({ client, tools: upstreams.tools, sessionId: cfg.session_id, holdWaitMs: cfg.hold_wait_ms, ...(cfg.gateway_url !== undefined ? { gatewayUrl: cfg.gateway_url } : {}) })
+    const server = governingServer({ client, tools, sessionId: cfg.session_id, holdWaitMs: cfg.hold_wait_ms, ...(cfg.gateway_url !== undefined ? { gatewayUrl: cfg.gateway_url } : {}) })
     yield* Effect.promise(() => server.connect(new StdioServerTransport()))
-    log.info({ tools: upstreams.tools.length, servers: Object.keys(cfg.servers), principal: cfg.principal }, "wk mcp: governing upstream tools on stdio")
+    log.info({ tools: tools.length, ...(cfg.catalog !== undefined ? { catalog: cfg.catalog } : { servers: Object.keys(cfg.servers ?? {}) }), principal: cfg.principal }, "wk mcp: governing upstream tools on stdio")
     // Until the MCP client closes stdin (or the process is stopped).
     yield* Effect.async<void>((resume) => {
       const done = () => resume(Effect.void)
@@ -78,10 +89,10 @@ const serve = (cfg: McpConfig) =>
 /** Prints the profile fragment and the bridge's nats.conf user that the upstream tools suggest. */
 const printProfile = (cfg: McpConfig, witnessClass: string, password: string | undefined) =>
   Effect.gen(function* () {
-    const upstreams = yield* upstreamsOf(cfg.servers)
-    const profile = profileFor("mcp-tools", cfg.principal, upstreams.tools, witnessClass)
-    const entry = toolUserEntry("mcp", upstreams.tools.map((t) => t.name), password ?? randomBytes(24).toString("base64url"))
-    yield* Console.log(JSON.stringify({ profile, nats_conf_user: entry, tools: upstreams.tools.map((t) => ({ name: t.name, server: t.server, upstream: t.upstreamName, hints: t.hints })) }, null, 2))
+    const tools = yield* listedTools(cfg)
+    const profile = profileFor("mcp-tools", cfg.principal, tools, witnessClass)
+    const entry = toolUserEntry("mcp", tools.map((t) => t.name), password ?? randomBytes(24).toString("base64url"))
+    yield* Console.log(JSON.stringify({ profile, nats_conf_user: entry, tools: tools.map((t) => ({ name: t.name, server: t.server, upstream: t.upstreamName, hints: t.hints })) }, null, 2))
   }).pipe(Effect.scoped)
 
 const bridgeConfigAt = (path: string) =>

@@ -86,7 +86,7 @@ beforeAll(async () => {
     })
   )
   if (config._tag === "Left") throw new Error(config.left)
-  const all = await connectUpstreams(config.right.servers)
+  const all = await connectUpstreams(config.right.servers!)
   const tools = all.tools.filter((t) => Governed.includes(t.name))
   upstreams = { tools, close: all.close }
   // The kernel's policy: the organization's test profile plus what the tools' annotations suggest
@@ -253,10 +253,13 @@ describe("wk mcp governs real MCP servers", () => {
     expect(bad._tag === "Left" && bad.left).toMatch(/servers/)
     const noUrl = decodeMcpConfig(JSON.stringify({ principal: "agent:alice", servers: { web: { url: "ftp://x" } } }))
     expect(noUrl._tag === "Left" && noUrl.left).toMatch(/servers\.web/)
+    const neither = decodeMcpConfig(JSON.stringify({ principal: "agent:alice" }))
+    expect(neither._tag === "Left" && neither.left).toMatch(/give either servers .* or catalog/)
   })
 })
 
 describe("the wk mcp command", () => {
+  const catalogPath = () => join(dir, "mcp-tools.json")
   const fsServer = () => ({ fs: { command: process.execPath, args: [join(sdk, "server-filesystem/dist/index.js"), dir] } })
   const configFile = () => {
     const path = join(dir, "wk-mcp.json")
@@ -266,12 +269,12 @@ describe("the wk mcp command", () => {
   /** The bridge's own config: its NATS login and service principal, readable by its owner only. */
   const bridgeFile = (mode = 0o600) => {
     const path = join(mkdtempSync(join(tmpdir(), "wk-bridge-")), "wk-bridge.json")
-    writeFileSync(path, JSON.stringify({ principal: BridgePrincipal, nats: { user: Roles.echo.user, pass: Roles.echo.pass }, servers: fsServer() }))
+    writeFileSync(path, JSON.stringify({ principal: BridgePrincipal, nats: { user: Roles.echo.user, pass: Roles.echo.pass }, catalog: catalogPath(), servers: fsServer() }))
     chmodSync(path, mode)
     return path
   }
 
-  it("serves MCP on stdio, the bridge in a process of its own: a client started from an MCP config reads a file through the kernel", async () => {
+  it("serves MCP on stdio, the bridge in a process of its own: a client started from an MCP config listing the bridge's catalog (no upstream of its own) reads a file through the kernel", async () => {
     // Only the bridge process serves the tools now.
     bridge.stop()
     const bridgeProcess = spawn(process.execPath, [join(repoRoot, "runtime/cli/wk.mjs"), "mcp-bridge", "--config", bridgeFile()], { env: { ...process.env, NATS_URL: `nats://${nats.servers}`, WK_CONFIG_DIR: mkdtempSync(join(tmpdir(), "wk-cfg-")) }, stdio: ["ignore", "pipe", "pipe"] })
@@ -283,7 +286,9 @@ describe("the wk mcp command", () => {
     try {
       for (let i = 0; i < 600 && !bridgeOut.includes("Tool bridge svc:mcp-bridge serving"); i++) await new Promise((r) => setTimeout(r, 100))
       expect(bridgeOut).toContain("Tool bridge svc:mcp-bridge serving")
-      await client.connect(new StdioClientTransport({ command: process.execPath, args: [join(repoRoot, "runtime/cli/wk.mjs"), "mcp", "--config", configFile()], env, stderr: "ignore" }))
+      const agentSide = join(dir, "wk-mcp-catalog.json")
+      writeFileSync(agentSide, JSON.stringify({ principal: "agent:alice", session_id: "mcp-cli", catalog: catalogPath() }))
+      await client.connect(new StdioClientTransport({ command: process.execPath, args: [join(repoRoot, "runtime/cli/wk.mjs"), "mcp", "--config", agentSide], env, stderr: "ignore" }))
       const names = (await client.listTools()).tools.map((t) => t.name)
       expect(names).toEqual(expect.arrayContaining(["fs_read_text_file", "fs_write_file", ResultTool]))
       expect(names).not.toContain("fs_move_file")

@@ -4,12 +4,12 @@ import { nuid } from "@nats-io/transport-node"
 import type { Delivery, ProposeReply, WitnessClient } from "../../client/Client.js"
 import type { JsonObject } from "../../schema/Json.js"
 import { KernelVersion } from "../../observability/KernelVersion.js"
-import type { GovernedTool } from "./Upstreams.js"
+import type { ListedTool } from "./ToolCatalog.js"
 
 export interface GoverningOptions {
   /** Signs every proposal as the configured principal. */
   readonly client: WitnessClient
-  readonly tools: ReadonlyArray<GovernedTool>
+  readonly tools: ReadonlyArray<ListedTool>
   readonly sessionId: string
   readonly holdWaitMs: number
   readonly gatewayUrl?: string
@@ -61,7 +61,7 @@ export const governingServer = (opts: GoverningOptions): Server => {
   const inbox = (heldId: string) => (opts.gatewayUrl === undefined ? "" : `\nApprove or reject it in the inbox: ${opts.gatewayUrl.replace(/\/$/, "")}/inbox/#/held/${heldId}`)
 
   /** The upstream tools the kernel grants the principal now; all of them if the grants cannot be read (the kernel still decides each call). */
-  const granted = async (): Promise<ReadonlyArray<GovernedTool>> => {
+  const granted = async (): Promise<ReadonlyArray<ListedTool>> => {
     const r = await opts.client.grants().catch(() => null)
     if (r === null || r.status !== 200 || r.tools === undefined) return opts.tools
     const names = new Set(r.tools)

@@ -32,8 +32,11 @@ export const McpConfig = Schema.Struct({
   hold_wait_ms: Schema.optionalWith(Schema.Int.pipe(Schema.between(0, 600_000)), { default: () => 10_000 }),
   /** The HTTP gateway's base URL: a held answer links to its inbox. */
   gateway_url: Schema.optional(Schema.String),
-  servers: Schema.Record({ key: ServerName, value: Upstream })
-})
+  /** The upstreams, connected to list their tools (the same user as the agent; for development)... */
+  servers: Schema.optional(Schema.Record({ key: ServerName, value: Upstream })),
+  /** ...or the tool catalog the bridge writes: the agent side then never starts or reaches an upstream. */
+  catalog: Schema.optional(Schema.String.pipe(Schema.minLength(1)))
+}).pipe(Schema.filter((c) => (c.servers === undefined) !== (c.catalog === undefined) || { path: ["servers"], message: "give either servers (the upstreams) or catalog (the tool catalog the bridge writes), not both and not neither" }))
 export type McpConfig = typeof McpConfig.Type
 
 /**
@@ -48,6 +51,8 @@ export const BridgeConfig = Schema.Struct({
   key_file: Schema.optional(Schema.String),
   /** Its NATS user: a tool service allowed only these tools' subjects (`wk mcp-bridge --profile` prints the entry). */
   nats: Schema.Struct({ user: Schema.String.pipe(Schema.minLength(1)), pass: Schema.String.pipe(Schema.minLength(1)) }),
+  /** Where to write the tool catalog the agent-side `wk mcp` lists tools from (no secrets: readable by the agent). */
+  catalog: Schema.optional(Schema.String.pipe(Schema.minLength(1))),
   servers: Schema.Record({ key: ServerName, value: Upstream })
 })
 export type BridgeConfig = typeof BridgeConfig.Type

@@ -1,5 +1,5 @@
 import type { Profile } from "../../schema/Profile.js"
-import type { GovernedTool } from "./Upstreams.js"
+import type { ListedTool } from "./ToolCatalog.js"
 
 /**
  * The profile fragment a set of upstream tools suggests from their annotations: every tool is
@@ -8,7 +8,7 @@ import type { GovernedTool } from "./Upstreams.js"
  * unless declared idempotent, has no read-back (`readback: false`), so an unknown outcome goes
  * to a witness instead of being retried blindly. Review it before applying: it is a default.
  */
-export const profileFor = (name: string, principal: string, tools: ReadonlyArray<GovernedTool>, witnessClass = "human"): Profile => ({
+export const profileFor = (name: string, principal: string, tools: ReadonlyArray<ListedTool>, witnessClass = "human"): Profile => ({
   name,
   layer: "organization",
   grants: { [principal]: tools.map((t) => t.name) },
