@@ -46,8 +46,9 @@ const why = (reply: Reply) => {
 /**
  * The signed read of this request, checked at the edge: a `WK-Read` envelope with `op: "read"`
  * whose signature verifies, that names this request's method and path (query included), is
- * within ReadSkewMs of now and whose nonce was not used before. The kernel then checks that the
- * key is registered to the principal and decides what that principal may see.
+ * within ReadSkewMs of now and whose nonce this gateway has not seen. The kernel then checks the
+ * read again (what it names, the key's registration, the signature), accepts its nonce once
+ * across every gateway and kernel (protocol/ReadProof.ts) and decides what the principal may see.
  */
 export const signedRead = Effect.gen(function* () {
   const req = yield* HttpServerRequest.HttpServerRequest

@@ -167,9 +167,10 @@ export const PolicyApplyPayload = Schema.Struct({
 export type PolicyApplyPayload = typeof PolicyApplyPayload.Type
 
 /**
- * The signed part of a read (`op: "read"`): who reads, when, and a fresh nonce. A transport adds
- * what it binds the read to (the gateway: HTTP `method` and `path`); the kernel checks the key,
- * the signature and that `issued_at` is recent.
+ * The signed part of a read (`op: "read"`): who reads, when, a fresh nonce, and what it reads:
+ * over NATS `path` is the subject (and `held_id` the call of a `held.get`), through the gateway
+ * `method` and `path` are the HTTP request's. The kernel answers it only for the read it names,
+ * once (protocol/ReadProof.ts), with a registered key and a valid signature, while `issued_at` is recent.
  */
 export const ReadPayload = Schema.Struct({
   op: Schema.Literal("read"),
@@ -182,7 +183,7 @@ export const ReadPayload = Schema.Struct({
 })
 export type ReadPayload = typeof ReadPayload.Type
 
-/** `held.get`: unsigned (the witness-facing view), or with `reader`, a signed read (the reader's own view). */
+/** `held.get`: unsigned (the view the caller's login may read: protocol/Get.ts), or with `reader`, a signed read (the reader's own view). */
 export const GetRequest = Schema.Struct({ held_id: HeldId, reader: Schema.optional(Envelope) })
 export type GetRequest = typeof GetRequest.Type
 
