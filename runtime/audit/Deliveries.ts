@@ -3,6 +3,7 @@ import type { Nats } from "../ledger/Nats.js"
 import type { DeliveryMessage } from "./checks/Check.js"
 import { readOrdered, streamLayout } from "./StreamReader.js"
 import { compileGuard } from "./internal/compileGuard.js"
+import { deliveryChainOf, deliverySignatureValid } from "../schema/DeliverySignature.js"
 
 /** The fields of a delivery message (protocol.md, "Delivery to the parked session") the checks read. */
 const DeliveryBody = Schema.Struct({
@@ -15,10 +16,12 @@ const DeliveryBody = Schema.Struct({
 const isDelivery = compileGuard(DeliveryBody)
 const text = new TextDecoder()
 
-const parseDelivery = (data: Uint8Array): typeof DeliveryBody.Type | undefined => {
+const parseDelivery = (data: Uint8Array): (typeof DeliveryBody.Type & { readonly chain?: DeliveryMessage["chain"] }) | undefined => {
   try {
     const v: unknown = JSON.parse(text.decode(data))
-    return isDelivery(v) ? v : undefined
+    if (!isDelivery(v)) return undefined
+    const chain = deliveryChainOf(v as Record<string, unknown>)
+    return chain === undefined ? v : { ...v, chain: { prev_seq: chain.prev_seq, prev: chain.prev, key: chain.key, valid: deliverySignatureValid(v as Record<string, unknown>, chain) } }
   } catch {
     return undefined
   }
@@ -45,7 +48,7 @@ export const readDeliveries = (stream: string, calls: ReadonlyMap<string, unknow
         const d = parseDelivery(m.data)
         if (d === undefined || !calls.has(d.held_id)) return
         const list = byHeld.get(d.held_id) ?? []
-        list.push({ seq: m.seq, held_id: d.held_id, delivery_id: d.delivery_id, outcome: d.outcome ?? null, admission: d.admission ?? null, result: d.result ?? null, time: m.time })
+        list.push({ seq: m.seq, held_id: d.held_id, delivery_id: d.delivery_id, outcome: d.outcome ?? null, admission: d.admission ?? null, result: d.result ?? null, time: m.time, ...(d.chain !== undefined ? { chain: d.chain } : {}) })
         byHeld.set(d.held_id, list)
       })
     )

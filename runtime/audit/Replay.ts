@@ -17,9 +17,11 @@ import { startupDigest } from "./TrustRoot.js"
 import { readOrdered, readSubject, streamLayout, type RawMessage, type ReadProgress } from "./StreamReader.js"
 import { CheckpointSubject } from "../schema/Checkpoint.js"
 import { KeyRotationSubject } from "../schema/KeyRotation.js"
-import { kernelKeysOf } from "./KernelKeys.js"
+import { kernelKeysOf, type KernelKeys } from "./KernelKeys.js"
+import { sha256Hex } from "../schema/Canonical.js"
 import { checkpointsCheck, type HistoryMessage } from "./checks/Checkpoints.js"
 import { appliedUsesOf, commitChain, compareProjection, rerunPlugins, standingCheck, type AppliedUse, type ChainLink, type CheckContext, type GrantMessage } from "./checks/index.js"
+import type { DeliveryMessage } from "./checks/Check.js"
 import { readDeliveries } from "./Deliveries.js"
 import { readArchives } from "./Archives.js"
 import { PluginBucket } from "../ledger/PluginStore.js"
@@ -270,6 +272,7 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
         archiveViolations.push({ check: "archive", held_id: "_archive", seqs: [r.seq], message: `archive record seq ${r.seq} is ${r.key === undefined ? "unsigned" : "signed by a key the trust root does not list as a kernel key"}: the purge it names is not authorized` })
       }
     }
+    const deliveryChain = { violations: [] as Array<Violation>, unsigned: 0, unchained: 0 }
     const chains = tally()
     const chainGaps = { unchained: 0, unsigned: 0, unanchored: 0 }
     const storeSkewMs = options.storeSkewMs ?? DefaultStoreSkewMs
@@ -287,6 +290,8 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
         const d = decodeLog(log, storeSkewMs)
         if (d.storeTime.length > 0) storeTimeViolations.push(...d.storeTime)
         storeTimed += d.storeTimed
+        const delivered = ctx.deliveries?.get(log.heldId)
+        if (delivered !== undefined) deliveryChainOf(log.heldId, d.links, delivered, kernelKeys, deliveryChain)
         const chain = commitChain(log.heldId, d.links, kernelKeys)
         chains.add("commit-chain", chain)
         if (chain.unchained) chainGaps.unchained++
@@ -323,7 +328,13 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
     const standing = standingCheck(grantMessages, applied, policy, wholeStreamSelected(selection))
     const traced = tallied.traced
     const checks = tallied.results(ctx)
-    const held = checks.map((c) => (c.name === "delivery" && deliveries._tag === "skipped" ? { ...c, note: deliveries.note } : c))
+    const held = checks.map((c) =>
+      c.name !== "delivery"
+        ? c
+        : deliveries._tag === "skipped"
+          ? { ...c, note: deliveries.note }
+          : withViolations({ ...c, ...deliveryNote(deliveryChain, kernelKeys !== undefined, c.note) }, deliveryChain.violations)
+    )
 
     const projection = options.factsBucket === null ? null : yield* compareAll(options.factsBucket ?? Buckets.facts, traced)
     const projectionCheck: CheckResult =
@@ -500,6 +511,45 @@ const decodeLog = (log: CallLog, storeSkewMs: number): DecodedLog => {
     }
   }
   return { events, links, violations, storeTime, storeTimed }
+}
+
+/**
+ * Each delivery of a call in `WK_SESSIONS` against the call's commits: a signature that does not
+ * verify, a key the trust root does not list (with `kernel_keys`), or a `prev` that is not the
+ * digest of the call's commit at `prev_seq` is a `delivery` violation; unsigned deliveries are a
+ * violation with `kernel_keys`, else counted, as are signed ones whose process did not hold `prev`.
+ */
+const deliveryChainOf = (
+  heldId: string,
+  links: ReadonlyArray<ChainLink>,
+  delivered: ReadonlyArray<DeliveryMessage>,
+  kernelKeys: KernelKeys | undefined,
+  out: { readonly violations: Array<Violation>; unsigned: number; unchained: number }
+): void => {
+  const fail = (m: DeliveryMessage, message: string) => void out.violations.push({ check: "delivery", held_id: heldId, seqs: [], message: `delivery ${m.delivery_id} (WK_SESSIONS seq ${m.seq}) ${message}` })
+  for (const m of delivered) {
+    const c = m.chain
+    if (c === undefined) {
+      if (kernelKeys !== undefined) fail(m, "is not signed by the kernel: anyone who may write WK_SESSIONS could have written it")
+      else out.unsigned++
+      continue
+    }
+    if (!c.valid) fail(m, "carries a signature that does not verify: it was changed after the kernel signed it")
+    else if (kernelKeys !== undefined && !kernelKeys.keys.includes(c.key)) fail(m, "is signed by a key the trust root does not list as a kernel key")
+    if (c.prev === "") {
+      out.unchained++
+      continue
+    }
+    const link = links.find((l) => l.seq === c.prev_seq)
+    if (link === undefined) fail(m, `was made from the call's commit at seq ${c.prev_seq}, which its history does not hold`)
+    else if (sha256Hex(link.data) !== c.prev) fail(m, `was made from a commit at seq ${c.prev_seq} other than the one stored there`)
+  }
+}
+
+/** What the delivery check could not prove about the deliveries' signatures and chain. */
+const deliveryNote = (d: { readonly unsigned: number; readonly unchained: number }, anchored: boolean, note: string | undefined): { note?: string } => {
+  const parts = [note, d.unsigned > 0 ? `${d.unsigned} delivery message(s) unsigned${anchored ? "" : " (pass --trust with kernel_keys to require signatures)"}` : undefined, d.unchained > 0 ? `${d.unchained} signed delivery message(s) name no commit digest` : undefined].filter((s) => s !== undefined)
+  return parts.length === 0 ? {} : { note: parts.join("; ") }
 }
 
 /** What the commit-chain check could not prove, said plainly (nothing when everything was chained and anchored). */

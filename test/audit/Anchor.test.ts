@@ -33,6 +33,7 @@ let dir: string
 let anchorFile: string
 const profile = testProfile()
 const calls: Array<string> = []
+let heldId: string
 interface Raw {
   seq: number
   subject: string
@@ -89,8 +90,8 @@ beforeAll(async () => {
   process.env["WK_ANCHOR_FILE"] = anchorFile
   nats = await startTestNats()
   kernel = await startKernel(nats.servers, [profile])
-  const [tool, agent, k] = await Promise.all([connectAs(nats.servers, "bank"), connectAs(nats.servers, "agent"), connectAs(nats.servers, "kernel")])
-  conns = [tool, agent, k]
+  const [tool, agent, k, witness] = await Promise.all([connectAs(nats.servers, "bank"), connectAs(nats.servers, "agent"), connectAs(nats.servers, "kernel"), connectAs(nats.servers, "witness")])
+  conns = [tool, agent, k, witness]
   kernelConn = k
   new DemoBank().serve(tool)
   const alice = clientFor(agent, "agent:alice")
@@ -99,6 +100,13 @@ beforeAll(async () => {
     expect(r.status).toBe(200)
     calls.push(r.held_id)
   }
+  // A held call, approved and delivered: its delivery in WK_SESSIONS is signed and chained.
+  const held = (await alice.propose({ session_id: "s-anchor", turn_id: "t9", call_id: "c9", tool: "money_transfer", args: { from: "a", to: "shop", amount: 5000 } } as never)) as { status: number; held_id: string; generation: number; call_digest: string; witness_request: { contract_digest: string } }
+  expect(held.status).toBe(202)
+  heldId = held.held_id
+  const approval = await clientFor(witness, "user:carol").attest({ held_id: held.held_id, generation: held.generation, call_digest: held.call_digest, contract_digest: held.witness_request.contract_digest, class: "human", decision: "approve" })
+  expect(approval.disposition).toBe("accepted")
+  await eventually(async () => ((await alice.get(held.held_id)).held as Record<string, unknown>)["continuation_delivery"] === "delivered", 20_000)
   // Every call commit is covered by an anchored checkpoint.
   const lastCall = Math.max(...(await readRaw(kernelConn)).filter((m) => !m.subject.endsWith("._checkpoint")).map((m) => m.seq))
   await eventually(async () => anchoredUpTo() >= lastCall, 20_000)
@@ -173,5 +181,40 @@ describe("checkpoints anchored outside the stream", () => {
     const dev = await wk(["audit", "replay", "--no-trust", "--no-projection", "--no-rerun", "--quiet"])
     expect(dev.stdout).not.toMatch(/UNVERIFIED/)
     expect(dev.code).toBe(0)
-  }, 120_000)
+  }, 180_000)
+})
+
+/** The delivery messages of the held call in WK_SESSIONS. */
+const deliveriesOf = async (): Promise<Array<Record<string, unknown>>> => {
+  const jsm = await jetstreamManager(kernelConn)
+  const out: Array<Record<string, unknown>> = []
+  for (let seq = 1; ; ) {
+    const m = await jsm.direct.getMessage(Streams.sessions, { next_by_subj: "wk.v1.sessions.s-anchor.results", seq })
+    if (m === null) return out.filter((d) => d["held_id"] === heldId)
+    out.push(m.json<Record<string, unknown>>())
+    seq = m.seq + 1
+  }
+}
+
+describe("deliveries signed and chained like commits", () => {
+  it("the kernel signs each delivery and names the commit it delivered from; the replay checks both against the trust root", async () => {
+    const [d] = await deliveriesOf()
+    expect(d).toMatchObject({ held_id: heldId, key: key.publicKey, prev: expect.stringMatching(/^[0-9a-f]{64}$/), prev_seq: expect.any(Number), sig: expect.any(String) })
+    const r = await replayAs(nats.servers, "auditor", { factsBucket: null, trust: trusted() })
+    expect(checkOf(r, "delivery")).toMatchObject({ status: "passed", violations: [] })
+  })
+
+  // Last: it writes into the real WK_SESSIONS.
+  it("a delivery written into WK_SESSIONS with the kernel's NATS login, unsigned or changed after signing -> delivery", async () => {
+    const [real] = await deliveriesOf()
+    const { key: _k, sig: _s, prev: _p, prev_seq: _q, ...unsigned } = real!
+    const changed = { ...real!, result: { forged: true } }
+    const js = jetstream(kernelConn)
+    await js.publish("wk.v1.sessions.s-anchor.results", new TextEncoder().encode(JSON.stringify(unsigned)))
+    await js.publish("wk.v1.sessions.s-anchor.results", new TextEncoder().encode(JSON.stringify(changed)))
+    const r = await replayAs(nats.servers, "auditor", { factsBucket: null, trust: trusted() })
+    const messages = checkOf(r, "delivery").violations.map((v) => v.message)
+    expect(messages).toContainEqual(expect.stringMatching(/^delivery .* is not signed by the kernel/))
+    expect(messages).toContainEqual(expect.stringMatching(/^delivery .* carries a signature that does not verify/))
+  })
 })

@@ -13,6 +13,8 @@ export interface DeliveryMessage {
   readonly result: unknown
   /** Store time (ms), when read from the stream. */
   readonly time?: number
+  /** Its place in the call's chain and its signature, when signed (`valid`: the signature verifies under its key). */
+  readonly chain?: { readonly prev_seq: number; readonly prev: string; readonly key: string; readonly valid: boolean }
 }
 
 /** What the checks know besides the held call itself. */
