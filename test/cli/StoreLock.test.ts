@@ -79,7 +79,7 @@ describe("two wk start on one store", () => {
     const small = wk(port, "propose", "money_transfer", '{"from":"alice","to":"bob","amount":10}')
     expect(small.code, small.stderr).toBe(ExitCode.ok)
     const big = wk(port, "propose", "money_transfer", '{"from":"alice","to":"bob","amount":2500}')
-    expect(big.code, big.stderr).toBe(ExitCode.held)
+    expect(big.code, big.stdout + big.stderr).toBe(ExitCode.held)
     const heldId = /\b(h_[0-9a-f]{32})\b/.exec(big.stdout)![1]!
 
     const second = await start(other)
