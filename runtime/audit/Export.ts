@@ -68,7 +68,7 @@ export const exportHeld = (options: ExportOptions): Effect.Effect<ExportDocument
     }
     const sessions = options.sessionsStream === undefined ? Streams.sessions : options.sessionsStream
     const deliveries = sessions === null ? undefined : yield* readDeliveries(sessions, new Map([[options.held, true]]))
-    const delivered = deliveries?._tag === "read" ? (deliveries.byHeld.get(options.held) ?? []).map((d) => ({ ...d, result: (d.result ?? null) as JsonValue })) : undefined
+    const delivered = deliveries?._tag === "read" ? (deliveries.byHeld.get(options.held) ?? []).map(({ chain: _, ...d }) => ({ ...d, result: (d.result ?? null) as JsonValue })) : undefined
     const doc: ExportDocument = {
       format: ExportFormat,
       held_id: options.held,
