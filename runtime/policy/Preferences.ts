@@ -66,7 +66,7 @@ export const mergePreferences = (a: Preferences, b: Preferences): Preferences =>
 }
 
 // Two routes both have to be satisfied; joining is sorted so the merge stays commutative.
-export const joinRoutes = (a: WitnessRule, b: WitnessRule): WitnessRule => {
+const joinRoutes = (a: WitnessRule, b: WitnessRule): WitnessRule => {
   const parts = [...("all" in a ? a.all : [a]), ...("all" in b ? b.all : [b])]
   const unique = [...new Map(parts.map((r) => [JSON.stringify(r), r])).entries()].sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0)).map(([, r]) => r)
   return unique.length === 1 ? unique[0]! : { all: unique }
@@ -174,8 +174,7 @@ const hold = (a: Adjudication, reasons: ReadonlyArray<Reason>, contract: Witness
 /**
  * Applies the preferences in force to a folded adjudication. Only narrows: DENY stays DENY; a
  * forbidden substitution denies; a previewed replacement or a call in the witness scope is
- * held (one human approval, from the preferred route when one is set, when policy itself did not
- * hold it); a call policy holds is routed when a route is set.
+ * held (one human approval, from the preferred route when one is set, when policy itself did not hold it).
  */
 export const applyPreferences = (a: Adjudication, prefs: Preferences, proposed: { readonly tool: string }): Adjudication => {
   if (a.verdict === "DENY") return a
@@ -191,7 +190,7 @@ export const applyPreferences = (a: Adjudication, prefs: Preferences, proposed: 
       decisions: [...a.decisions, { by: PreferenceBy, output: "DENY" }]
     }
   }
-  if (a.verdict === "REQUIRE_WITNESS") return prefs.witness_route !== undefined && a.contract !== undefined ? routed(a, a.contract, prefs.witness_route) : a
+  if (a.verdict === "REQUIRE_WITNESS") return a
   const why: Array<Reason> = []
   const previewed = replacements.find((r) =>
     r.kind === "substitution" ? posture?.substitution === "preview" : (posture?.[r.kind] ?? "auto") === "preview"
@@ -205,18 +204,6 @@ export const applyPreferences = (a: Adjudication, prefs: Preferences, proposed: 
   const contract: WitnessContract = prefs.witness_route !== undefined ? { ...DefaultContract, route: prefs.witness_route, summary: `${DefaultContract.summary}, from the witness route the preferences name` } : DefaultContract
   return hold(a, why, contract)
 }
-
-/**
- * A policy hold on the route the preferences name: the contract keeps its rule, vetoes and
- * evidence, and only approvals from witnesses the route admits count ("CI rather than a reviewer",
- * where the rule admits both). A route only ever removes counting approvals, so this narrows; a
- * route that admits nobody the rule needs leaves the call to its fallback or expiry.
- */
-const routed = (a: Adjudication, contract: WitnessContract, route: WitnessRule): Adjudication => ({
-  ...a,
-  contract: { ...contract, route: contract.route === undefined ? route : joinRoutes(contract.route, route), summary: `${contract.summary ?? "witnessed"}, from the witness route the preferences name` },
-  reasons: [...a.reasons, { by: PreferenceBy, reason: "witnesses come from the route the preferences name" }]
-})
 
 /** Every argument value replaced by its JSON type: what a `redacted` witness is shown. */
 export const redactArgs = (args: JsonObject): JsonObject => {

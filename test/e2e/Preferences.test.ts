@@ -141,14 +141,6 @@ describe("scope, route, timeout, transforms, disclosure", () => {
     expect((await alice.get(h.held_id)).held).toMatchObject({ lifecycle: "open", readiness: "unsatisfied" })
   })
 
-  it("witness_route on a call policy holds: the contract keeps its rule, and only the routed witness's approval counts", async () => {
-    const h = (await alice.propose(transfer(2_700, { witness_route: { principal: "user:dave" } }))) as Held & { witness_request: { contract: { rule: unknown; veto?: ReadonlyArray<string>; route?: unknown } } }
-    expect(h).toMatchObject({ status: 202 })
-    expect(h.witness_request.contract).toMatchObject({ rule: { class: "human" }, route: { principal: "user:dave" } })
-    await approve(carol, h)
-    expect((await alice.get(h.held_id)).held).toMatchObject({ lifecycle: "open", readiness: "unsatisfied" })
-  })
-
   it("disclosure redacted: the witness sees value types, not values, and still binds to the exact call digest", async () => {
     const c = transfer(2_500)
     const h = (await bob.propose(c)) as Held

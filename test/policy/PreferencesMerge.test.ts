@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest"
 import fc from "fast-check"
 import { activePolicy } from "../../runtime/policy/ActivePolicy.js"
 import type { Adjudication } from "../../runtime/policy/Adjudicator.js"
-import { applyPreferences, effectivePreferences, joinRoutes, layerPreferences, mergePreferences, redactArgs, replacementsOf, wideningsOf } from "../../runtime/policy/Preferences.js"
+import { applyPreferences, effectivePreferences, layerPreferences, mergePreferences, redactArgs, replacementsOf, wideningsOf } from "../../runtime/policy/Preferences.js"
 import { canonicalize } from "../../runtime/schema/Canonical.js"
 import type { Decision, Verdict } from "../../runtime/schema/Events.js"
 import type { Preferences } from "../../runtime/schema/Preferences.js"
@@ -115,15 +115,11 @@ describe("applyPreferences", () => {
     expect(applyPreferences(a, { transforms: { canonicalize: "preview" } }, { tool: "fs_read" }).verdict).toBe("REQUIRE_WITNESS")
   })
 
-  it("given a witness route: a preference-caused hold keeps the human rule and routes it; a policy hold keeps its own rule, vetoes and evidence and is routed too", () => {
+  it("given a witness route: a preference-caused hold keeps the human rule and routes it; a policy hold keeps its own contract", () => {
     const allow: Adjudication = { verdict: "ALLOW", reasons: [], decisions: [], executed: { tool: "t", args: {} } }
     expect(applyPreferences(allow, { require_witness: true, witness_route: { class: "ci" } }, { tool: "t" }).contract).toMatchObject({ rule: { class: "human" }, route: { class: "ci" } })
-    const held: Adjudication = { ...allow, verdict: "REQUIRE_WITNESS", contract: { rule: { any: [{ class: "human" }, { class: "ci" }] }, veto: ["compliance"] } }
-    const routedHold = applyPreferences(held, { witness_route: { class: "ci" } }, { tool: "t" }).contract
-    expect(routedHold).toMatchObject({ rule: { any: [{ class: "human" }, { class: "ci" }] }, veto: ["compliance"], route: { class: "ci" } })
-    // A route already on the contract and the preference's: a witness must be on both.
-    const both = applyPreferences({ ...held, contract: { ...held.contract!, route: { class: "ci" } } }, { witness_route: { principal: "svc:ci" } }, { tool: "t" }).contract
-    expect(both?.route).toEqual(joinRoutes({ class: "ci" }, { principal: "svc:ci" }))
+    const held: Adjudication = { ...allow, verdict: "REQUIRE_WITNESS", contract: { rule: { class: "human" } } }
+    expect(applyPreferences(held, { require_witness: true, witness_route: { class: "ci" } }, { tool: "t" }).contract?.rule).toEqual({ class: "human" })
   })
 })
 
