@@ -11,12 +11,12 @@ import type { NatsConnection } from "@nats-io/transport-node"
 import { DemoBank } from "../../runtime/executor/DemoBank.js"
 import type { WitnessClient } from "../../runtime/client/Client.js"
 import { DefaultRetention } from "../../runtime/ledger/Retention.js"
-import { ArchiveBucket, ArchiveRecord, ArchiveSubject, decodeArchiveLines } from "../../runtime/schema/Archive.js"
+import { ArchiveBucket, ArchiveRecord, archiveRecordSigned, ArchiveSubject, decodeArchiveLines } from "../../runtime/schema/Archive.js"
 import { sha256Hex } from "../../runtime/schema/Canonical.js"
 import { Streams } from "../../runtime/schema/Subjects.js"
 import type { AuditReport } from "../../runtime/audit/AuditReport.js"
 import { repoRoot } from "../../runtime/cli/Paths.js"
-import { Effect } from "effect"
+import { Effect, Either } from "effect"
 import { exportOver } from "../../runtime/audit/Export.js"
 import { verifyExport } from "../../runtime/audit/VerifyExport.js"
 import { startTestNats, Roles, type TestNats } from "../support/TestNats.js"
@@ -26,7 +26,9 @@ import { headAtWith } from "../../runtime/ledger/EventLog.js"
 import { layerNats, Nats } from "../../runtime/ledger/Nats.js"
 import { commitDigest } from "../../runtime/schema/Commit.js"
 import { eventsOf, eventually } from "../support/Stream.js"
-import { checkOf, replayAs } from "../audit/support.js"
+import { checkOf, replayAs, trustRootFor } from "../audit/support.js"
+import nacl from "tweetnacl"
+import { generateKernelKey, readKernelKey, type KernelKey } from "../../runtime/audit/KernelKey.js"
 
 // Retention that keeps the audit: an ended call older than the archive age leaves WK_EVENTS for a
 // gzip archive in the object store whose SHA-256 is recorded in WK_EVENTS; `wk audit replay`
@@ -67,7 +69,15 @@ const archiveRecords = async (): Promise<Array<ArchiveRecord>> => {
 }
 const recordOf = async (heldId: string) => (await archiveRecords()).find((r) => r.calls.some((c) => c.held_id === heldId))
 
+let keyDir: string
+let key: KernelKey
+
 beforeAll(async () => {
+  // A kernel with a signing key: its archive records, which authorize the purges, are signed.
+  keyDir = mkdtempSync(join(tmpdir(), "wk-retention-key-"))
+  generateKernelKey(join(keyDir, "kernel.key"))
+  key = Either.getOrThrow(readKernelKey(join(keyDir, "kernel.key")))
+  process.env["WK_KERNEL_KEY"] = join(keyDir, "kernel.key")
   nats = await startTestNats()
   kernel = await startKernel(nats.servers, [testProfile()], { config: { retention } })
   toolConn = await connectAs(nats.servers, "bank")
@@ -80,6 +90,7 @@ beforeAll(async () => {
 })
 
 afterAll(async () => {
+  delete process.env["WK_KERNEL_KEY"]
   await kernel?.stop()
   await Promise.all([agentConn, witnessConn, toolConn, kernelConn].map((c) => c?.close()))
   await nats?.dispose()
@@ -148,6 +159,18 @@ describe("retention", () => {
     expect(doc.events.map((e) => [e.seq, e.index])).toEqual(before.map((e) => [e.seq, e.index]))
     expect(verifyExport(doc).ok).toBe(true)
   }, 90_000)
+
+  it("the archive record that authorized the purge is signed with the kernel's key; under a root whose kernel key is another, the purge is not authorized -> archive", async () => {
+    const record = (await recordOf(held))!
+    expect(record.key).toBe(key.publicKey)
+    expect(archiveRecordSigned(record)).toBe(true)
+    const root = trustRootFor([testProfile()])
+    const ours = await replayAs(nats.servers, "auditor", { factsBucket: null, sessionsStream: null, trust: { ...root, kernel_keys: [key.publicKey] } })
+    expect(checkOf(ours, "archive")).toMatchObject({ status: "passed", violations: [] })
+    const other = Buffer.from(nacl.sign.keyPair().publicKey).toString("base64")
+    const theirs = await replayAs(nats.servers, "auditor", { factsBucket: null, sessionsStream: null, trust: { ...root, kernel_keys: [other] } })
+    expect(checkOf(theirs, "archive").violations.map((v) => v.message)).toContainEqual(expect.stringMatching(/^archive record seq \d+ is signed by a key the trust root does not list as a kernel key: the purge it names is not authorized/))
+  })
 
   it("a commit appended after archiving names its archived predecessor: the head of a purged call is read from its archive", async () => {
     const record = (await recordOf(held))!
