@@ -162,6 +162,17 @@ describe("wk CLI", () => {
     }
   })
 
+  it("every command `wk --help` lists loads and answers its own --help (the registry names each module and export)", async () => {
+    const root = await wk("--help")
+    const names = [...root.stdout.split("Commands:\n")[1]!.split("\n\n")[0]!.matchAll(/^  (\S+)/gm)].map((m) => m[1]!)
+    expect(names).toEqual(expect.arrayContaining(["start", "propose", "held", "status", "mcp", "nats"]))
+    for (const name of names) {
+      const h = await wk(name, "--help")
+      expect(h.code, `${name}: ${h.stderr}`).toBe(0)
+      expect(h.stdout, name).toContain(`Usage: wk ${name}`)
+    }
+  }, 300_000)
+
   it("help is plain text within 100 columns, names the command path, and describes every option", async () => {
     for (const path of [[], ["propose"], ["held", "ls"], ["attest"], ["result"], ["audit", "replay"], ["context", "add"], ["status"]]) {
       const h = await wkWith({ FORCE_COLOR: "1" }, ...path, "--help")
