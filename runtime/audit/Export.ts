@@ -1,3 +1,4 @@
+import { CheckpointSubject, decodeCheckpoint } from "../schema/Checkpoint.js"
 import { Effect, Either, Layer, Schema } from "effect"
 import { layerNats, type Nats, type NatsOptions } from "../ledger/Nats.js"
 import { decodeCommitBytes } from "../schema/Commit.js"
@@ -66,6 +67,12 @@ export const exportHeld = (options: ExportOptions): Effect.Effect<ExportDocument
       const list = (keys[principal] ??= [])
       if (!list.includes(event.envelope.key)) list.push(event.envelope.key)
     }
+    // The checkpoints that name this call: the heads an offline verifier holds the commits to.
+    const checkpoints: Array<{ seq: number; stored: string }> = []
+    for (const m of yield* readSubject(stream, `${layout.prefix}${CheckpointSubject}`)) {
+      const c = decodeCheckpoint(m.data)
+      if (Either.isRight(c) && c.right.heads.some((h) => h[0] === options.held)) checkpoints.push({ seq: m.seq, stored: new TextDecoder().decode(m.data) })
+    }
     const sessions = options.sessionsStream === undefined ? Streams.sessions : options.sessionsStream
     const deliveries = sessions === null ? undefined : yield* readDeliveries(sessions, new Map([[options.held, true]]))
     const delivered = deliveries?._tag === "read" ? (deliveries.byHeld.get(options.held) ?? []).map(({ chain: _, ...d }) => ({ ...d, result: (d.result ?? null) as JsonValue })) : undefined
@@ -79,6 +86,7 @@ export const exportHeld = (options: ExportOptions): Effect.Effect<ExportDocument
       keys,
       ...(delivered !== undefined ? { deliveries: delivered } : {}),
       commits,
+      ...(checkpoints.length > 0 ? { checkpoints } : {}),
       events_digest: jcsDigest(events)
     }
     return doc

@@ -40,6 +40,13 @@ export const ExportDocument = Schema.Struct({
    * signatures (against the trust root's kernel keys) and that `events` are these commits' events.
    */
   commits: Schema.optional(Schema.Array(Schema.Struct({ seq: Schema.Int, stored: Schema.String }))),
+  /**
+   * The stream's signed checkpoints that name this call's head in their range, exactly as stored
+   * (their JSON text), oldest first: `verifyExport` requires each to verify (by a trust-root kernel
+   * key when given) and the exported commits to hold the head each names, and nothing of the call
+   * in a checkpoint's range after it, so commits left out up to the newest one are caught.
+   */
+  checkpoints: Schema.optional(Schema.Array(Schema.Struct({ seq: Schema.Int, stored: Schema.String }))),
   /** sha256 of JCS(events): a receipt to quote when the document is handed over. */
   events_digest: Schema.String,
   /** The kernel key's signature over the rest of the document (`wk audit export --sign-with`). */

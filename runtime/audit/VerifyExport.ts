@@ -1,3 +1,4 @@
+import { checkpointDigest, checkpointSignatureValid, decodeCheckpoint } from "../schema/Checkpoint.js"
 import { Either, Schema } from "effect"
 import { canonicalize, jcsDigest } from "../schema/Canonical.js"
 import { decodeCommitBytes } from "../schema/Commit.js"
@@ -47,6 +48,7 @@ export const verifyExport = (input: unknown, trust?: TrustRoot): ExportVerificat
     if (sig !== undefined && !trust.kernel_keys.includes(sig.key)) problems.push(`the export is signed by ${sig.key}, not a kernel key of the trust root`)
     else if (sig === undefined && chain?.signed !== true) problems.push("the export is not signed and its commits are not all signed by the kernel, and a trust root was given")
   }
+  problems.push(...checkpointProblems(doc, trust))
   problems.push(...addressProblems(doc.events))
   for (const { seq, index, event } of doc.events) {
     if (event.held_id !== doc.held_id) problems.push(`seq ${seq} index ${index}: an event of ${event.held_id} in the export of ${doc.held_id}`)
@@ -97,6 +99,40 @@ const commitProblems = (doc: ExportDocument, events: unknown, trust: TrustRoot |
   if (canonicalize(fromCommits) !== canonicalize(events)) problems.push("the events are not exactly the exported commits' events")
   const signed = keys !== undefined && links.length > 0 && chain.violations.length === 0 && chain.unsigned === 0
   return { problems, signed }
+}
+
+/**
+ * `checkpoints`: each exported checkpoint decodes and its signature verifies (with a trust root's
+ * kernel keys, under one of them), and names this call's head in its range: the exported commits
+ * must hold that commit, byte for byte (its digest), and no commit of the call after it up to the
+ * checkpoint's `last_seq`. A commit left out of the export (with its events) before the newest
+ * checkpoint is caught; commits after it are not covered.
+ */
+const checkpointProblems = (doc: ExportDocument, trust: TrustRoot | undefined): Array<string> => {
+  const problems: Array<string> = []
+  const commits = new Map((doc.commits ?? []).map((c) => [c.seq, c.stored]))
+  for (const x of doc.checkpoints ?? []) {
+    const d = decodeCheckpoint(new TextEncoder().encode(x.stored))
+    if (Either.isLeft(d)) {
+      problems.push(`checkpoints: seq ${x.seq} is not a checkpoint: ${d.left.message.slice(0, 200)}`)
+      continue
+    }
+    const c = d.right
+    if (!checkpointSignatureValid(c)) problems.push(`checkpoints: checkpoint seq ${x.seq}'s signature does not verify under its key`)
+    else if (trust !== undefined && trust.kernel_keys.length > 0 && !trust.kernel_keys.includes(c.key)) problems.push(`checkpoints: checkpoint seq ${x.seq} is signed by a key the trust root does not list as a kernel key`)
+    const head = c.heads.find((h) => h[0] === doc.held_id)
+    if (head === undefined) {
+      problems.push(`checkpoints: checkpoint seq ${x.seq} does not name ${doc.held_id}`)
+      continue
+    }
+    const [, seq, digest] = head
+    const stored = commits.get(seq)
+    if (stored === undefined) problems.push(`checkpoints: checkpoint seq ${x.seq} names ${doc.held_id}'s commit at seq ${seq}, which the export does not hold: commits were left out`)
+    else if (checkpointDigest(new TextEncoder().encode(stored)) !== digest) problems.push(`checkpoints: checkpoint seq ${x.seq} names another commit at seq ${seq} than the exported one: it was changed`)
+    const later = [...commits.keys()].filter((s) => s > seq && s <= c.last_seq)
+    if (later.length > 0) problems.push(`checkpoints: the export holds commits at seq ${later.join(", ")} in checkpoint seq ${x.seq}'s range after the head it names: they were added`)
+  }
+  return problems
 }
 
 /**

@@ -1,7 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { NatsConnection } from "@nats-io/transport-node"
 import { DeliverPolicy, jetstream, jetstreamManager, StorageType } from "@nats-io/jetstream"
-import { Either } from "effect"
+import { Effect, Either } from "effect"
+import { exportOver } from "../../runtime/audit/Export.js"
+import { verifyExport } from "../../runtime/audit/VerifyExport.js"
+import { jcsDigest } from "../../runtime/schema/Canonical.js"
 import { spawn } from "node:child_process"
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -13,7 +16,7 @@ import { readAnchor } from "../../runtime/ledger/CheckpointAnchor.js"
 import { decodeCheckpoint } from "../../runtime/schema/Checkpoint.js"
 import { repoRoot } from "../../runtime/cli/Paths.js"
 import { Streams } from "../../runtime/schema/Subjects.js"
-import { startTestNats, type TestNats } from "../support/TestNats.js"
+import { Roles, startTestNats, type TestNats } from "../support/TestNats.js"
 import { clientFor, connectAs, testProfile } from "../support/Principals.js"
 import { startKernel, type InProcessKernel } from "../support/InProcessKernel.js"
 import { eventually } from "../support/Stream.js"
@@ -202,6 +205,18 @@ describe("deliveries signed and chained like commits", () => {
     expect(d).toMatchObject({ held_id: heldId, key: key.publicKey, prev: expect.stringMatching(/^[0-9a-f]{64}$/), prev_seq: expect.any(Number), sig: expect.any(String) })
     const r = await replayAs(nats.servers, "auditor", { factsBucket: null, trust: trusted() })
     expect(checkOf(r, "delivery")).toMatchObject({ status: "passed", violations: [] })
+  })
+
+  it("an export carries the checkpoints naming its call and verifies offline; with its last commit left out (events and digest redone) it fails checkpoints", async () => {
+    const doc = await Effect.runPromise(exportOver({ servers: nats.servers, ...Roles.auditor }, { held: heldId }))
+    expect(doc.checkpoints?.length).toBeGreaterThan(0)
+    expect(verifyExport(JSON.parse(JSON.stringify(doc)), trusted())).toMatchObject({ ok: true, problems: [] })
+    const last = Math.max(...doc.commits!.map((c) => c.seq))
+    const events = doc.events.filter((e) => e.seq !== last)
+    const cut = { ...doc, commits: doc.commits!.filter((c) => c.seq !== last), events, events_digest: jcsDigest(events) }
+    const v = verifyExport(JSON.parse(JSON.stringify(cut)), trusted())
+    expect(v.ok).toBe(false)
+    expect(v.problems).toContainEqual(expect.stringMatching(new RegExp(`^checkpoints: checkpoint seq \\d+ names ${heldId}'s commit at seq ${last}, which the export does not hold: commits were left out`)))
   })
 
   // Last: it writes into the real WK_SESSIONS.
