@@ -35,7 +35,9 @@ const newestSource = () => {
 const bundles = join(root, "build", "cli")
 const dispatcher = join(bundles, "wk.cjs")
 // Only a checkout (it has .git) is edited; an installed package runs its build without looking.
-const fresh = existsSync(dispatcher) && (!existsSync(join(root, ".git")) || statSync(dispatcher).mtimeMs >= newestSource())
+// WK_CLI_SOURCES=1 runs the TypeScript sources even beside a fresh build: a test that preloads a
+// hook into a dependency (node --import) needs the process to load that dependency, not a bundle's copy.
+const fresh = process.env.WK_CLI_SOURCES !== "1" && existsSync(dispatcher) && (!existsSync(join(root, ".git")) || statSync(dispatcher).mtimeMs >= newestSource())
 
 // The plugin host uses WASI, which Node flags as experimental on every start: not the user's concern.
 process.removeAllListeners("warning")

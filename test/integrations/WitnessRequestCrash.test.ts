@@ -65,7 +65,7 @@ afterAll(async () => {
 describe("the witness request is part of the hold's commit", () => {
   it("a kernel killed right after a hold's commit: the next kernel publishes the request and a route that starts afterwards is served it", async () => {
     const profiles = profileDir([testProfile()])
-    const victim = await startKernelProcess(nats.servers, profiles, { WK_SWEEP_MS: "0" }, ["--import", join(repoRoot, "test/integrations/KillAfterHoldCommit.mjs")])
+    const victim = await startKernelProcess(nats.servers, profiles, { WK_SWEEP_MS: "0", WK_CLI_SOURCES: "1" }, ["--import", join(repoRoot, "test/integrations/KillAfterHoldCommit.mjs")])
     kernels.push(victim)
     const alice = clientFor(agentConn, "agent:alice", 3_000)
     void alice.propose({ session_id: "s-crash", turn_id: "t1", call_id: "c1", tool: "money_transfer", args: { from: "crash-1", to: "shop", amount: 2_500 } }).catch(() => undefined)
