@@ -231,7 +231,11 @@ describe("wk mcp governs real MCP servers", () => {
       }
       expect(seen).toBe(2)
       const refused = (await kernelMetrics.toolRepliesRefused.get()).values.find((v) => v.labels.tool === "fs_write_file")?.value ?? 0
-      expect(refused - refusedBefore).toBe(2)
+      // A forged reply is counted when it reaches the kernel before the bridge's: the kernel stops
+      // listening at the first correctly signed one. The impostor answers at once, the bridge after
+      // the upstream's write, so on a loaded box one of the two may still come second.
+      expect(refused - refusedBefore).toBeGreaterThanOrEqual(1)
+      expect(refused - refusedBefore).toBeLessThanOrEqual(2)
     } finally {
       sub.unsubscribe()
       await impostorConn.close()
