@@ -84,9 +84,18 @@ const common = {
   plugins: [workersBesideTheirModules, cliFileParsersLeftOut]
 }
 
+/**
+ * Every `import(` in a bundle becomes `__wkImport(`, the function runtime/cli/wk.mjs passes in: a
+ * script Node compiles from a code cache has no dynamic-import callback, so a bare `import()` of an
+ * external (`http` for the OTLP exporter, the AssemblyScript compiler) would fail on every start
+ * after the first. A string that spells `import(` changes too, which no code path depends on.
+ */
+const dynamicImportsThroughLoader = (file) => writeFileSync(file, readFileSync(file, "utf8").replace(/(?<![\w$.])import\(/g, "__wkImport("))
+
 rmSync(out, { recursive: true, force: true })
 // The dispatcher: root help, usage errors and global options, without effect.
 await build({ ...common, entryPoints: [join(root, "runtime", "cli", "main.ts")], outfile: join(out, "wk.cjs") })
+dynamicImportsThroughLoader(join(out, "wk.cjs"))
 for (const g of groups) {
   const cli = join(root, "runtime", "cli")
   const contents = [
@@ -96,6 +105,7 @@ for (const g of groups) {
     `export const run = () => import(${JSON.stringify(join(cli, "Run.ts"))})`
   ].join("\n")
   const result = await build({ ...common, metafile: true, stdin: { contents, resolveDir: cli, sourcefile: g.file.replace(/\.cjs$/, ".entry.js"), loader: "js" }, outfile: join(out, g.file) })
+  dynamicImportsThroughLoader(join(out, g.file))
   // WK_BUNDLE_META=1 keeps esbuild's account of what each bundle holds (for `esbuild --analyze`-style reading).
   if (process.env["WK_BUNDLE_META"] === "1") writeFileSync(join(out, `${g.file}.meta.json`), JSON.stringify(result.metafile))
 }

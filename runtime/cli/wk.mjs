@@ -10,7 +10,7 @@ import { existsSync, readdirSync, readFileSync, renameSync, statSync, writeFileS
 import { createRequire } from "node:module"
 import { basename, dirname, join } from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
-import { Script, constants as vmConstants } from "node:vm"
+import { Script } from "node:vm"
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..")
 const argv = process.argv.slice(2)
@@ -69,10 +69,13 @@ const runBundle = (bundle) => {
     cachedData = readFileSync(cache)
   } catch {}
   const source = readFileSync(bundle, "utf8").replace(/^#!.*/, "")
-  const script = new Script(`(function (exports, require, module, __filename, __dirname) {${source}\n})`, {
+  // The bundle's dynamic imports call `__wkImport` (runtime/cli/bundleCli.mjs renames them): a
+  // script compiled from a code cache loses its dynamic-import callback in Node, and a bare
+  // `import()` in it then fails with ERR_VM_DYNAMIC_IMPORT_CALLBACK_MISSING (the OTLP exporter's
+  // `import("http")`, `wk plugin build`'s compiler). This module's own `import()` always works.
+  const script = new Script(`(function (exports, require, module, __filename, __dirname, __wkImport) {${source}\n})`, {
     filename: bundle,
-    cachedData,
-    importModuleDynamically: vmConstants.USE_MAIN_CONTEXT_DEFAULT_LOADER
+    cachedData
   })
   if (cachedData === undefined || script.cachedDataRejected) {
     // Written at exit, so the cache holds the code this command ran, not only the top level. A
@@ -87,7 +90,8 @@ const runBundle = (bundle) => {
     })
   }
   const module = { exports: {} }
-  script.runInThisContext().call(module.exports, module.exports, createRequire(bundle), module, bundle, dirname(bundle))
+  const importBesideBundle = (specifier) => import(specifier.startsWith(".") ? pathToFileURL(join(dirname(bundle), specifier)).href : specifier)
+  script.runInThisContext().call(module.exports, module.exports, createRequire(bundle), module, bundle, dirname(bundle), importBesideBundle)
   return module.exports
 }
 

@@ -33,9 +33,7 @@ beforeAll(async () => {
   ;[port, metricsPort] = [await freePort(), await freePort()]
   gateway = spawn(process.execPath, ["--disable-warning=ExperimentalWarning", join(repoRoot, "runtime/cli/wk.mjs"), "gateway", "--port", String(port), "--metrics-port", String(metricsPort)], {
     cwd: repoRoot,
-    // From the sources: the bundled CLI exports no spans when CI=true is set (seen on every CI run,
-    // cause not found yet); the spans the sources export are what this test checks.
-    env: { ...process.env, NATS_URL: `nats://${nats.servers}`, OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`, OTEL_BSP_SCHEDULE_DELAY: "100", WK_CLI_SOURCES: "1" },
+    env: { ...process.env, NATS_URL: `nats://${nats.servers}`, OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`, OTEL_BSP_SCHEDULE_DELAY: "100" },
     stdio: ["ignore", "pipe", "pipe"]
   })
   gateway.stdout!.on("data", (d: Buffer) => (output += d.toString()))

@@ -30,9 +30,12 @@ beforeAll(async () => {
   await new Promise<void>((r) => receiver.listen(0, "127.0.0.1", r))
   const { port } = receiver.address() as AddressInfo
   nats = await startTestNats()
-  // From the sources: the bundled CLI exports no spans when CI=true is set (seen on every CI run,
-  // cause not found yet); the spans the sources export are what this test checks.
-  kernel = await startKernelProcess(nats.servers, profileDir([testProfile()]), { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`, OTEL_BSP_SCHEDULE_DELAY: "100", OTEL_SERVICE_NAME: "wk-otlp-test", WK_LOG_LEVEL: "debug", WK_CLI_SOURCES: "1" })
+  const profiles = profileDir([testProfile()])
+  const env = { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`, OTEL_BSP_SCHEDULE_DELAY: "100", OTEL_SERVICE_NAME: "wk-otlp-test", WK_LOG_LEVEL: "debug" }
+  // Started twice: the bundled CLI writes its code cache when a command exits, and the exporter's
+  // `import("http")` must work in a start that runs from that cache too.
+  await (await startKernelProcess(nats.servers, profiles, env)).stop()
+  kernel = await startKernelProcess(nats.servers, profiles, env)
   toolConn = await connectAs(nats.servers, "bank")
   new DemoBank().serve(toolConn)
   agentConn = await connectAs(nats.servers, "agent")
