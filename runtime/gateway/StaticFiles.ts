@@ -15,6 +15,9 @@ const files: Record<string, string> = {
   "/inbox/words.js": join(repoRoot, "runtime/gateway/inbox/words.js"),
   "/inbox/batch.js": join(repoRoot, "runtime/gateway/inbox/batch.js"),
   "/inbox/standing.js": join(repoRoot, "runtime/gateway/inbox/standing.js"),
+  "/inbox/state.js": join(repoRoot, "runtime/gateway/inbox/state.js"),
+  "/inbox/render.js": join(repoRoot, "runtime/gateway/inbox/render.js"),
+  "/inbox/actions.js": join(repoRoot, "runtime/gateway/inbox/actions.js"),
   "/inbox/inbox.css": join(repoRoot, "runtime/gateway/inbox/inbox.css"),
   "/openapi.json": join(repoRoot, "docs/openapi.json")
 }

@@ -116,8 +116,8 @@ export const adjudicate = (f: HeldCallFacts, policy: ActivePolicy) =>
  * witness-contract provider's presentation combine, and the more private one wins: with
  * `redacted` the arguments are the provider's summary or every value replaced by its type.
  * The digests still bind the witness to the exact call. The summary is a plugin's, else the
- * profile's template for the tool, else the contract's, else one made from the arguments
- * (runtime/policy/PresentationTemplate.ts).
+ * profile's template for the tool, else one made from the arguments; the contract's summary
+ * describes the rule, not the call (runtime/policy/PresentationTemplate.ts).
  */
 const presentationOf = (f: HeldCallFacts, generation: number, a: Adjudication, digest: string, preferred: "exact" | "redacted", template: string | undefined): JsonObject => {
   const call = a.executed
@@ -129,8 +129,7 @@ const presentationOf = (f: HeldCallFacts, generation: number, a: Adjudication, d
     args: call.args,
     redacted,
     providerSummary: typeof provider?.["summary"] === "string" ? provider["summary"] : undefined,
-    template,
-    contractSummary: a.contract?.summary
+    template
   })
   return {
     principal: f.spec!.principal,

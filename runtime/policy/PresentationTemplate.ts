@@ -98,7 +98,9 @@ export const templateFor = (profiles: ReadonlyArray<Profile>, tool: string): str
 /**
  * The summary shown for a call. A plugin's summary (a witness-contract provider's presentation)
  * comes first, then the profile template (exact disclosure only: a redacted call shows no
- * values), then the contract's summary, then the fallback.
+ * values), then the fallback made from the call. The witness contract's summary is never used:
+ * it describes the rule ("a person approves ...; denied after an hour"), not the call, and a
+ * title taken from it misleads the person deciding.
  */
 export const summaryOf = (input: {
   readonly tool: string
@@ -106,9 +108,7 @@ export const summaryOf = (input: {
   readonly redacted: boolean
   readonly providerSummary?: string | undefined
   readonly template?: string | undefined
-  readonly contractSummary?: string | undefined
 }): string =>
   input.providerSummary ??
   (input.template !== undefined && !input.redacted ? renderTemplate(input.template, input.args) : undefined) ??
-  input.contractSummary ??
   fallbackSummary(input.tool, input.args, input.redacted)

@@ -245,7 +245,7 @@ describe("approval inbox in Chromium", () => {
     await wide.waitForSelector('#rule-progress .place[data-met="true"]:has-text("a person ✓ (user:carol)")')
     await wide.fill("#decision-reason", "matches invoice 2026-118")
     expect(await overflows(wide)).toBe(false)
-    await wide.screenshot({ path: join(ScreenshotDir, "inbox-1440.png") })
+    await wide.screenshot({ path: join(ScreenshotDir, "inbox-1440.png"), fullPage: true })
     await wide.context().close()
 
     const phone = await inboxAs("user:dave", "human", { width: 390, height: 844 })

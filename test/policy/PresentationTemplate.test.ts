@@ -34,12 +34,13 @@ describe("presentation templates: given a profile's template for a tool, when a 
     expect(summaryOf({ tool: "money_transfer", args: { amount: "[redacted number]" }, redacted: true, template: Transfer })).toBe("money_transfer (arguments redacted)")
   })
 
-  it("a plugin's summary comes first, then the template, then the contract's, then the fallback", () => {
+  it("a plugin's summary comes first, then the template, then the fallback made from the call", () => {
     const args = { from: "alice", to: "bob", amount: 2500 }
-    expect(summaryOf({ tool: "t", args, redacted: false, providerSummary: "plugin", template: Transfer, contractSummary: "contract" })).toBe("plugin")
-    expect(summaryOf({ tool: "t", args, redacted: false, template: Transfer, contractSummary: "contract" })).toBe("Transfer 2,500 EUR from alice to bob")
-    expect(summaryOf({ tool: "t", args, redacted: false, contractSummary: "contract" })).toBe("contract")
+    expect(summaryOf({ tool: "t", args, redacted: false, providerSummary: "plugin", template: Transfer })).toBe("plugin")
+    expect(summaryOf({ tool: "t", args, redacted: false, template: Transfer })).toBe("Transfer 2,500 EUR from alice to bob")
     expect(summaryOf({ tool: "t", args, redacted: false })).toBe("t: amount 2,500, from alice, to bob")
+    // A redacted call is titled by its tool, never by the rule's text.
+    expect(summaryOf({ tool: "t", args, redacted: true, template: Transfer })).toBe("t (arguments redacted)")
   })
 
   it("the fallback names the first four scalar arguments and counts the rest", () => {

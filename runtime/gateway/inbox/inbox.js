@@ -1,13 +1,17 @@
-// The approval inbox: lists the held calls this witness may decide, says in words what each one
-// would do, why it was held, what its rule still needs and when it expires; signs reads and
-// attestations in the browser with a non-extractable key (keys.js) after a confirmation that
-// restates what is signed; follows the open call live. Routes: `#/` the list, `#/held/<id>` a call.
+// The approval inbox's wiring: lists the held calls this witness may decide, opens one, follows
+// it live, and signs reads and decisions in the browser with a non-extractable key (keys.js)
+// after a confirmation that restates what is signed. What a call's state is comes from state.js,
+// how it is drawn from render.js, what is signed from actions.js. Routes: `#/` the list,
+// `#/held/<id>` a call.
 ;(function () {
   const $ = (id) => document.getElementById(id)
   const { b64 } = inboxKeys
   const W = inboxWords
   const B = inboxBatch
   const S = inboxStanding
+  const St = inboxState
+  const R = inboxRender
+  const A = inboxActions
   let identity = null
   let selected = null
   let follow = null
@@ -33,12 +37,7 @@
     localStorage.setItem(SeenKey, JSON.stringify(all))
   }
 
-  const el = (tag, cls, text) => {
-    const e = document.createElement(tag)
-    if (cls) e.className = cls
-    if (text !== undefined) e.textContent = text
-    return e
-  }
+  const el = R.el
 
   const showIdentity = () => {
     $("principal").value = identity.principal
@@ -51,15 +50,35 @@
     // localStorage holds no secret: an entry with a raw key in it is removed, not read.
     localStorage.removeItem("wk.identity")
     identity = await inboxKeys.load()
+    $("first-use").hidden = identity !== null
     if (identity !== null) showIdentity()
     else $("identity-box").open = true
   }
 
-  const useKey = async (makeKey) => {
+  /** Says what went wrong with a key, where the person is looking (the key form), as an alert. */
+  const keyError = (text) => {
+    const e = $("key-error")
+    e.textContent = text
+    e.hidden = text === ""
+  }
+
+  /**
+   * Keeps a key for this browser. An imported key is first tried on a signed read: a key the
+   * kernel does not know for the principal is refused here, with the way to get the right one.
+   * A generated key is new by nature: it is kept, and its public key shown for registration.
+   */
+  const useKey = async (makeKey, check) => {
+    keyError("")
     try {
       const who = { principal: $("principal").value.trim(), klass: $("klass").value.trim() }
-      if (who.principal === "" || who.klass === "") throw new Error("give the principal and the class first")
+      if (who.principal === "") throw new Error("give the principal first (e.g. user:carol)")
+      if (who.klass === "") throw new Error("give the class you decide as (e.g. human)")
       const key = await makeKey()
+      if (check) {
+        const r = await signedGet("/kernels", {}, { ...who, ...key })
+        if (r.status === 401) throw new Error("the kernel does not know this key for " + who.principal + ": " + inboxKeys.KeyHint)
+        if (r.status !== 200) throw new Error("the gateway could not check the key (HTTP " + r.status + "); try again")
+      }
       await inboxKeys.save(who, key)
       $("secret").value = ""
       await loadIdentity()
@@ -68,20 +87,21 @@
       refreshHealth()
       route()
     } catch (e) {
-      $("identity-status").textContent = "key not set: " + e.message
+      keyError("Key not loaded: " + (e instanceof Error ? e.message : String(e)))
+      $("secret").focus()
     }
   }
   $("identity").addEventListener("submit", (ev) => {
     ev.preventDefault()
     const secret = $("secret").value
     // No secret given: keep the stored key, change who it signs as.
-    if (secret.trim() === "" && identity !== null) return useKey(async () => identity)
-    return useKey(() => inboxKeys.importSecret(secret))
+    if (secret.trim() === "" && identity !== null) return useKey(async () => identity, true)
+    return useKey(() => inboxKeys.importSecret(secret), true)
   })
-  $("generate-key").addEventListener("click", () => useKey(inboxKeys.generate))
+  $("generate-key").addEventListener("click", () => useKey(inboxKeys.generate, false))
 
-  /** A signed envelope of `payload` as this witness (JCS bytes, Ed25519). */
-  const signedEnvelope = async (payload) => ({ payload, key: identity.publicKey, sig: await inboxKeys.sign(identity, jcs(payload)) })
+  /** A signed envelope of `payload` as `who` (this witness unless given; JCS bytes, Ed25519). */
+  const signedEnvelope = async (payload, who = identity) => ({ payload, key: who.publicKey, sig: await inboxKeys.sign(who, jcs(payload)) })
 
   const nonce = () => b64.enc(crypto.getRandomValues(new Uint8Array(12))).replace(/[^A-Za-z0-9]/g, "x")
 
@@ -90,14 +110,17 @@
     Array.from(new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text))), (b) => b.toString(16).padStart(2, "0")).join("")
 
   /** The gateway authenticates every read: `Authorization: WK-Read` over method, path, time and a fresh nonce. */
-  const readHeaders = async (path) => {
-    const env = await signedEnvelope({ op: "read", principal: identity.principal, method: "GET", path, issued_at: new Date().toISOString(), nonce: nonce() })
+  const readHeaders = async (path, who) => {
+    const env = await signedEnvelope({ op: "read", principal: who.principal, method: "GET", path, issued_at: new Date().toISOString(), nonce: nonce() }, who)
     return { authorization: "WK-Read " + btoa(JSON.stringify(env)) }
   }
-  const signedGet = async (path, init = {}) => fetch(path, { ...init, headers: await readHeaders(path) })
+  const signedGet = async (path, init = {}, who = identity) => fetch(path, { ...init, headers: await readHeaders(path, who) })
 
-  const summaryOf = (h) => h.witness_request?.presentation?.summary ?? h.witness_request?.contract?.summary ?? h.tool
-  const toolOf = (h) => h.witness_request?.presentation?.tool ?? h.tool
+  /** A reply's JSON, or an error body naming what came back when it is not JSON (a proxy's page, a cut connection). */
+  const replyOf = async (r) => r.json().catch(() => ({ error: { message: "the gateway answered HTTP " + r.status + " without a reply" } }))
+
+  const summaryOf = St.titleOf
+  const toolOf = St.toolOf
 
   // ---- the list --------------------------------------------------------------------------
 
@@ -107,7 +130,7 @@
     for (const id of todo) {
       const r = await signedGet("/held/" + id)
       if (r.status !== 200) { ended.set(id, null); continue }
-      const body = await r.json()
+      const body = await replyOf(r)
       // Still open but off the index for a moment: read it again next time.
       if (body.held.lifecycle !== "open") ended.set(id, { ...body.held, view: body.view })
     }
@@ -115,9 +138,16 @@
 
   const refreshList = async () => {
     if (identity === null) return
-    const r = await signedGet("/held")
-    const body = await r.json()
-    if (r.status !== 200) { $("list-count").textContent = "(" + (body.error?.message ?? r.status) + ")"; return }
+    let r, body
+    try {
+      r = await signedGet("/held")
+      body = await replyOf(r)
+    } catch (e) {
+      return listError("The gateway is not answering (" + e.message + "); retrying.")
+    }
+    if (r.status === 401) return listError("The kernel does not know the key this browser signs with for " + identity.principal + ". Load the key registered for it (Key, above): " + inboxKeys.KeyHint + ".")
+    if (r.status !== 200) return listError("The list could not be read: " + (body.error?.message ?? "HTTP " + r.status))
+    listError("")
     // The listing also holds this principal's own proposals; the inbox shows what it may witness.
     const listed = (body.held || []).filter((h) => h.view === "witness")
     const digests = new Map(await Promise.all(listed.map(async (h) => [h.held_id, await sha256Hex(jcs(h.witness_request?.presentation ?? {}))])))
@@ -127,6 +157,13 @@
     const state = $("filter-state").value
     if (state !== "open") await readEnded(new Set(openCalls.map((h) => h.held_id)))
     drawList()
+  }
+
+  /** An error reading the list, said in the list pane as an alert (empty: none). */
+  const listError = (text) => {
+    const e = $("list-error")
+    if (e.textContent !== text) e.textContent = text
+    e.hidden = text === ""
   }
 
   // ---- kernel health -----------------------------------------------------------------------
@@ -143,7 +180,7 @@
     const line = $("kernel-health")
     try {
       const r = await signedGet("/kernels")
-      const body = await r.json()
+      const body = await replyOf(r)
       if (r.status !== 200) throw new Error(body.error?.message ?? String(r.status))
       const kernels = body.kernels || []
       const versions = [...new Set(kernels.map((k) => k.version))].join(", ")
@@ -183,21 +220,10 @@
         const li = el("li")
         li.dataset.heldId = h.held_id
         li.dataset.lifecycle = h.lifecycle
+        li.dataset.kind = St.kindOf(h)
         if (selected === h.held_id) li.classList.add("selected")
-        const a = el("a", "entry")
-        a.href = "#/held/" + h.held_id
-        const top = el("div", "entry-top")
-        top.append(el("span", "entry-summary", summaryOf(h)))
+        li.append(R.entryLink(h, now))
         const amount = W.amountOf(h)
-        if (amount !== null) top.append(el("span", "amount", amount))
-        const out = h.lifecycle === "open" ? null : W.outcomeOf(h)
-        const meta = el("div", "entry-meta")
-        meta.append(el("span", "", toolOf(h) + " · from " + h.principal))
-        meta.append(el("span", "", "held " + W.ago(h.created_at, now)))
-        meta.append(out === null ? el("span", "countdown", W.expiresIn(h.expires_at, now)) : el("span", "chip " + out.kind, out.kind))
-        if (h.lifecycle === "open" && h.readiness === "satisfied") meta.append(el("span", "chip completed", "approved"))
-        a.append(top, meta)
-        li.append(a)
         if (h.lifecycle === "open" && h.execution === "none") {
           const pick = el("input", "pick")
           pick.type = "checkbox"
@@ -275,7 +301,7 @@
       issued_at: new Date(now).toISOString(), expires_at: new Date(now + 10 * 60_000).toISOString(), nonce: nonce()
     }
     const r = await fetch("/attestations/batch", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(await signedEnvelope(payload)) })
-    const reply = await r.json()
+    const reply = await replyOf(r)
     const results = reply.results ?? []
     const accepted = results.filter((x) => x.status < 300).length
     const count = $("batch-count")
@@ -298,51 +324,8 @@
 
   // ---- one call --------------------------------------------------------------------------
 
-  const drawRule = (h) => {
-    const p = $("rule-progress")
-    const node = h.rule_progress ?? h.active_rule
-    if (node === null || node === undefined) { p.replaceChildren(el("span", "", h.verdict === "REQUIRE_WITNESS" ? "no rule yet" : "no witness needed")); return }
-    const met = h.rule_progress?.met === true
-    const pieces = W.rulePieces(node, false)
-    p.replaceChildren(el("span", "lead", met ? "met: " : "needs: "), ...pieces.map((x) => {
-      const s = el("span", x.leaf ? (x.met ? "place met" : "place") : "", x.text)
-      if (x.leaf) s.dataset.met = String(x.met)
-      return s
-    }))
-    p.dataset.met = String(met)
-    const veto = h.witness_contract?.veto ?? []
-    if (veto.length > 0) p.append(el("span", "veto", " · one reject from " + veto.map((c) => W.classWords(c, 1)).join(" or ") + " ends it"))
-    $("rule").textContent = JSON.stringify({ rule: h.active_rule, ...(veto.length ? { veto } : {}) }, null, 2)
-  }
-
-  const drawReasons = (h) => {
-    const ul = $("reasons")
-    const reasons = h.lifecycle === "denied" ? [] : h.reasons ?? []
-    ul.replaceChildren(...(reasons.length ? reasons : [{ reason: "the policy asks for a witness", by: "" }]).map((r) => {
-      const li = el("li", "", r.reason)
-      if (r.by) li.append(el("span", "muted", " — " + r.by))
-      return li
-    }))
-  }
-
-  const drawOutcome = (h) => {
-    const box = $("outcome")
-    const out = W.outcomeOf(h)
-    box.hidden = out === null
-    if (out === null) { delete box.dataset.outcome; return }
-    box.dataset.outcome = out.kind
-    $("outcome-title").textContent = out.title + (h.continuation_delivery && h.continuation_delivery !== "none" ? " · " + h.continuation_delivery + " to the agent" : "")
-    $("outcome-text").textContent = out.text
-    const pre = $("outcome-result")
-    pre.hidden = out.result === undefined || out.result === null
-    pre.textContent = pre.hidden ? "" : JSON.stringify(out.result, null, 2)
-  }
-
   const drawExpiry = () => {
-    if (current === null) return
-    const e = $("expiry")
-    e.textContent = current.lifecycle === "open" ? W.expiresIn(current.expires_at, Date.now()) + " (" + new Date(current.expires_at).toLocaleString() + ")" : ""
-    e.dataset.expiresAt = current.expires_at ?? ""
+    if (current !== null) R.expiry(current, Date.now())
     for (const c of document.querySelectorAll("#held-list .countdown")) {
       const h = openCalls.find((x) => x.held_id === c.closest("li").dataset.heldId)
       if (h) c.textContent = W.expiresIn(h.expires_at, Date.now())
@@ -370,65 +353,15 @@
 
   const render = (h) => {
     if (current !== null && current.held_id === h.held_id && shownKey(current) !== shownKey(h)) noticeChange(current, h)
-    const wr = h.witness_request ?? {}
-    const p = wr.presentation ?? {}
-    document.body.classList.add("detail-open")
-    $("detail-pane").hidden = false
-    $("detail-title").textContent = summaryOf(h)
-    $("detail-meta").textContent = toolOf(h) + " proposed by " + h.principal + " · held " + W.ago(h.created_at, Date.now()) + " · " + h.held_id
-    // Only the presentation is shown: with disclosure "redacted" the kernel has replaced the values.
-    $("disclosure").textContent = "disclosure: " + (p.disclosure ?? "exact")
-    $("presentation").textContent = JSON.stringify({ tool: p.tool, args: p.args, ...(p.summary ? { summary: p.summary } : {}), ...(p.proposed ? { proposed: p.proposed } : {}) }, null, 2)
-    const dl = $("digests")
-    dl.replaceChildren()
-    for (const [k, v] of [["held_id", h.held_id], ["generation", h.generation], ["call_digest", h.call_digest], ["contract_digest", h.contract_digest], ["class", identity?.klass ?? "—"]]) {
-      const dd = el("dd", "", String(v))
-      dd.id = "digest-" + k
-      dl.append(el("dt", "", k), dd)
-    }
-    drawReasons(h)
-    drawRule(h)
-    drawOutcome(h)
-    const tbody = $("evidence").querySelector("tbody")
-    tbody.replaceChildren(...(h.evidence ?? []).map((e) => {
-      const tr = el("tr")
-      for (const c of [e.witness, e.class, e.decision + (e.standing ? " (standing approval " + e.standing + ")" : ""), e.status + (e.reason ? " (" + e.reason + ")" : "")]) tr.append(el("td", "", c))
-      return tr
-    }))
-    if ((h.evidence ?? []).length === 0) {
-      const td = el("td", "muted", "no decisions yet")
-      td.colSpan = 4
-      const tr = el("tr")
-      tr.append(td)
-      tbody.append(tr)
-    }
-    const readiness = { satisfied: "approved", unsatisfied: "waiting for witnesses", stale: "re-checking" }[h.readiness] ?? h.readiness
-    const state = h.lifecycle === "open" ? "open · " + readiness + (h.execution !== "none" ? " · " + h.execution : "") : (W.outcomeOf(h)?.kind ?? h.lifecycle)
-    $("state").textContent = state
-    $("state").dataset.lifecycle = h.lifecycle
+    const standing = R.detail(h, identity, Date.now())
+    // A confirmation open for a call this viewer may no longer decide is withdrawn unsigned.
+    if (!standing.mayDecide && pending !== null) hideConfirm()
     const canSign = identity !== null && h.lifecycle === "open" && h.execution === "none"
-    $("decide").hidden = h.lifecycle !== "open"
-    $("approve").disabled = !canSign
-    $("reject").disabled = !canSign
-    drawTerms(h)
     drawMore(h, canSign)
     selected = h.held_id
     current = h
-    drawExpiry()
     if (h.lifecycle !== "open") ended.set(h.held_id, { ...h, view: "witness" })
     document.querySelectorAll("#held-list li").forEach((li) => li.classList.toggle("selected", li.dataset.heldId === h.held_id))
-  }
-
-  /** The contract's evidence terms, and who supplied evidence for each so far (the kernel judges what it read). */
-  const drawTerms = (h) => {
-    const terms = h.witness_contract?.evidence ?? []
-    $("evidence-terms").replaceChildren(...terms.map((t) => {
-      const by = t.by?.class !== undefined ? "class " + t.by.class : t.by?.principal ?? JSON.stringify(t.by)
-      const from = (h.evidence ?? []).filter((e) => e.decision === "evidence" && e.status === "valid" && (e.class === t.by?.class || e.witness === t.by?.principal)).map((e) => e.witness)
-      const li = el("li", "", "evidence " + t.name + " (" + t.kind + ") from " + by + ": " + (from.length > 0 ? "supplied by " + [...new Set(from)].join(", ") : "not yet"))
-      li.dataset.term = t.name
-      return li
-    }))
   }
 
   /** The call (`shownKey`) the edit box was filled from, and the text it was given. */
@@ -461,20 +394,29 @@
 
   /** Posts a signed witness request about the current call and says what the kernel answered. */
   const sendSigned = async (what, path, payload, describe) => {
-    const r = await fetch(path, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(await signedEnvelope(payload)) })
-    const reply = await r.json()
-    const status = $("attest-status")
-    status.textContent = what + ": " + (reply.disposition ?? reply.error?.message ?? r.status) + (reply.reason ? " — " + reply.reason : "") + (r.status < 300 && describe ? " — " + describe(reply) : "")
-    status.dataset.disposition = reply.disposition ?? "error"
+    const r = await postSigned(path, payload)
+    const said = A.replyWords(what, r.status, r.reply, identity)
+    setStatus(said.text + (r.status < 300 && describe ? " — " + describe(r.reply) : ""), said.disposition)
     if (current !== null) void refreshFacts(current.held_id)
-    return reply
+    return r.reply
   }
-  const witnessBinding = (h) => ({ principal: identity.principal, class: identity.klass, held_id: h.held_id, generation: h.generation, call_digest: h.call_digest, contract_digest: h.contract_digest })
-  const stamps = () => ({ issued_at: new Date().toISOString(), expires_at: new Date(Date.now() + 10 * 60_000).toISOString(), nonce: nonce() })
-  const reasonGiven = () => {
-    const reason = $("decision-reason").value.trim()
-    return reason === "" ? {} : { reason }
+  /** Posts `payload` signed as this witness; a gateway that does not answer is a reply too (status 0). */
+  const postSigned = async (path, payload) => {
+    try {
+      const r = await fetch(path, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(await signedEnvelope(payload)) })
+      return { status: r.status, reply: await replyOf(r) }
+    } catch (e) {
+      return { status: 0, reply: { error: { message: "the gateway is not answering (" + e.message + "); nothing was recorded" } } }
+    }
   }
+  /** The status line under the decision: what came of the last thing signed here. */
+  const setStatus = (text, disposition) => {
+    const status = $("attest-status")
+    status.textContent = text
+    if (disposition === undefined) delete status.dataset.disposition
+    else status.dataset.disposition = disposition
+  }
+  const reasonText = () => $("decision-reason").value.trim()
 
   $("edit-sign").addEventListener("click", async () => {
     if (identity === null || current === null) return
@@ -496,13 +438,12 @@
     }
     // What is signed becomes the box's own text: the edited call that follows refills it.
     editBase = { ...editBase, text: $("edit-args").value }
-    await sendSigned("edit", "/held/" + current.held_id + "/edits", { op: "edit", ...witnessBinding(current), args, ...reasonGiven(), ...stamps() }, (r) => "now generation " + r.generation + ", waiting for an approval of the edited call")
+    await sendSigned("edit", "/held/" + current.held_id + "/edits", A.editPayload(identity, current, args, reasonText(), Date.now(), nonce()), (r) => "now generation " + r.generation + ", waiting for an approval of the edited call")
   })
 
   $("extend-sign").addEventListener("click", async () => {
     if (identity === null || current === null) return
-    const to = new Date(Date.parse(current.expires_at) + Number($("extend-by").value)).toISOString()
-    await sendSigned("extension", "/held/" + current.held_id + "/extensions", { op: "extend", ...witnessBinding(current), extend_to: to, ...reasonGiven(), ...stamps() }, (r) => "expires " + new Date(r.expires_at).toLocaleString())
+    await sendSigned("extension", "/held/" + current.held_id + "/extensions", A.extendPayload(identity, current, Number($("extend-by").value), reasonText(), Date.now(), nonce()), (r) => "expires " + new Date(r.expires_at).toLocaleString())
   })
 
   $("standing-sign").addEventListener("click", async () => {
@@ -514,7 +455,7 @@
     const payload = {
       op: "standing.grant", principal: identity.principal, class: identity.klass, grant_id: "inbox-" + nonce(),
       scope: offer.scope, max_uses: Math.max(1, Math.min(1000, Number($("standing-uses").value) || 1)),
-      issued_at: new Date(now).toISOString(), expires_at: new Date(now + Number($("standing-hours").value) * 3_600_000).toISOString(), nonce: nonce(), ...reasonGiven()
+      issued_at: new Date(now).toISOString(), expires_at: new Date(now + Number($("standing-hours").value) * 3_600_000).toISOString(), nonce: nonce(), ...(reasonText() === "" ? {} : { reason: reasonText() })
     }
     await sendSigned("standing approval", "/standing", payload, (r) => r.grant_id + ": up to " + r.max_uses + " later call(s) until " + new Date(r.expires_at).toLocaleString() + " (approve this one above)")
   })
@@ -523,7 +464,7 @@
   const refreshFacts = async (heldId) => {
     const r = await signedGet("/held/" + heldId)
     if (r.status !== 200) return
-    const body = await r.json()
+    const body = await replyOf(r)
     if (body.held.held_id === selected) render(body.held)
   }
 
@@ -553,13 +494,17 @@
           const e = JSON.parse(data)
           if (events.some((x) => x.seq === e.seq && x.index === e.index)) continue
           events.push(e)
-          $("timeline").innerHTML = drawTimeline(events)
+          drawEvents()
           facts = facts.then(() => refreshFacts(heldId)).catch(() => undefined)
         }
       }
     })().catch(() => undefined)
     return () => ac.abort()
   }
+
+  /** The timeline, fitted to the width of its card. */
+  const drawEvents = () => { $("timeline").innerHTML = drawTimeline(events, $("timeline").clientWidth) }
+  window.addEventListener("resize", () => { if (current !== null) drawEvents() })
 
   const closeDetail = () => {
     if (follow) follow()
@@ -575,7 +520,7 @@
     if (identity === null) return
     hideConfirm()
     const r = await signedGet("/held/" + heldId)
-    const body = await r.json()
+    const body = await replyOf(r)
     if (r.status !== 200) {
       closeDetail()
       $("list-count").textContent = "(" + (body.error?.message ?? "not found") + ")"
@@ -588,8 +533,10 @@
     $("changed-notice").hidden = true
     current = null
     render(body.held)
+    // Keyboard and screen-reader users land on the call they opened.
+    $("detail-title").focus({ preventScroll: true })
     events = []
-    $("timeline").innerHTML = drawTimeline(events)
+    drawEvents()
     if (follow) follow()
     follow = followEvents(heldId)
   }
@@ -603,46 +550,30 @@
 
   // ---- deciding ---------------------------------------------------------------------------
 
+  /** Closes the confirmation; focus returns to the button that opened it. */
   const hideConfirm = () => {
+    const was = pending?.decision
     pending = null
     $("confirm").hidden = true
+    if (was !== undefined && !$(was).disabled && !$("decide-actions").hidden) $(was).focus()
   }
 
   /** Builds the attestation and shows what it says; nothing is signed until "Sign". */
   const prepare = async (decision) => {
     if (identity === null || current === null) return
-    const now = Date.now()
-    const reason = $("decision-reason").value.trim()
     const presentation = current.witness_request?.presentation ?? {}
-    const payload = {
-      op: "attest", principal: identity.principal, class: identity.klass, held_id: current.held_id,
-      generation: current.generation, call_digest: current.call_digest, contract_digest: current.contract_digest,
-      decision, issued_at: new Date(now).toISOString(), expires_at: new Date(now + 10 * 60_000).toISOString(), nonce: nonce(),
-      presentation_digest: await sha256Hex(jcs(presentation)),
-      ...(reason !== "" ? { reason } : {})
-    }
+    const payload = A.attestPayload(identity, current, decision, reasonText(), await sha256Hex(jcs(presentation)), Date.now(), nonce())
     pending = payload
     pendingShown = shownKey(current)
     $("confirm").dataset.decision = decision
     $("confirm-title").textContent = (decision === "approve" ? "Approve" : "Reject") + " this call as " + payload.principal + " (" + payload.class + ")?"
     $("confirm-summary").textContent = summaryOf(current)
-    const facts = [
-      ["decision", `"${decision}"`],
-      ["signed as", payload.principal + " · class " + payload.class],
-      ["call", toolOf(current) + " proposed by " + current.principal],
-      ["reason", reason === "" ? "(none)" : reason],
-      ["held_id", payload.held_id],
-      ["generation", "generation " + payload.generation],
-      ["call_digest", payload.call_digest],
-      ["contract_digest", payload.contract_digest],
-      ["presentation_digest", payload.presentation_digest],
-      ["valid until", payload.expires_at]
-    ]
+    const facts = A.confirmFacts(payload, toolOf(current) + " proposed by " + current.principal)
     $("confirm-facts").replaceChildren(...facts.flatMap(([k, v]) => [el("dt", "", k), el("dd", "", v)]))
     $("confirm-sign").className = decision === "approve" ? "approve" : "reject"
     $("confirm-sign").textContent = "Sign " + decision
     $("confirm").hidden = false
-    $("attest-status").textContent = ""
+    setStatus("", undefined)
     $("confirm-sign").focus()
   }
 
@@ -652,24 +583,29 @@
     // Signed only as confirmed: a call that changed since the confirmation was drawn is not signed.
     if (pendingShown !== shownKey(current)) return noticeChange({ generation: payload.generation }, current)
     hideConfirm()
-    const envelope = await signedEnvelope(payload)
-    const r = await fetch("/held/" + payload.held_id + "/attestations", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(envelope) })
-    const reply = await r.json()
-    const status = $("attest-status")
-    status.textContent = payload.decision + ": " + (reply.disposition ?? reply.error?.message ?? r.status) + (reply.reason ? " — " + reply.reason : "")
-    status.dataset.disposition = reply.disposition ?? "error"
-    $("decision-reason").value = ""
+    const r = await postSigned("/held/" + payload.held_id + "/attestations", payload)
+    const said = A.replyWords(payload.decision, r.status, r.reply, identity)
+    setStatus(said.text, said.disposition)
+    if (r.status < 300) $("decision-reason").value = ""
     void refreshFacts(payload.held_id)
+  }
+
+  const cancelConfirm = () => {
+    const d = pending?.decision ?? "decision"
+    hideConfirm()
+    setStatus(d + ": not signed", "not-signed")
   }
 
   $("approve").addEventListener("click", () => prepare("approve"))
   $("reject").addEventListener("click", () => prepare("reject"))
   $("confirm-sign").addEventListener("click", sign)
-  $("confirm-cancel").addEventListener("click", () => {
-    const d = pending?.decision ?? "decision"
-    hideConfirm()
-    $("attest-status").textContent = d + ": not signed"
-    $("attest-status").dataset.disposition = "not-signed"
+  $("confirm-cancel").addEventListener("click", cancelConfirm)
+  // Escape closes the confirmation unsigned, as "Back" does.
+  document.addEventListener("keydown", (ev) => {
+    if (ev.key === "Escape" && !$("confirm").hidden) {
+      ev.preventDefault()
+      cancelConfirm()
+    }
   })
 
   loadIdentity().then(() => { refreshList(); refreshHealth(); route() })

@@ -24,8 +24,11 @@
     return e.type
   }
   const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c])
-  window.drawTimeline = function (events) {
-    const step = 76, laneH = 46, left = 90, top = 20
+  /** The events as an SVG; given the width available, the steps shrink (to 40 px) so the whole path fits it. */
+  window.drawTimeline = function (events, fitWidth) {
+    const laneH = 46, left = 90, top = 20
+    const room = typeof fitWidth === "number" && fitWidth > 0 ? (fitWidth - left - 40) / Math.max(1, events.length) : 76
+    const step = Math.max(40, Math.min(76, Math.floor(room)))
     const width = left + Math.max(1, events.length) * step + 40
     const height = top + lanes.length * laneH + 20
     const pts = events.map((e, i) => {
@@ -41,7 +44,7 @@
     pts.forEach((p, i) => {
       svg += `<g class="node" data-type="${esc(p.e.type)}" data-seq="${esc(p.e.seq ?? i)}"><title>${esc(p.e.type)} at ${esc(p.e.at)}</title>` +
         `<circle cx="${p.x}" cy="${p.y}" r="8" fill="${colour(p.e)}"/>` +
-        `<text x="${p.x}" y="${p.y + (i % 2 ? 22 : -13)}" text-anchor="middle" class="ev">${esc(label(p.e))}</text></g>`
+        `<text x="${p.x}" y="${p.y + (i % 2 ? 22 : -13)}" text-anchor="middle" class="ev"${step < 76 ? ` transform="rotate(${i % 2 ? 20 : -20} ${p.x} ${p.y + (i % 2 ? 22 : -13)})"` : ""}>${esc(label(p.e))}</text></g>`
     })
     return svg + "</svg>"
   }
