@@ -14,6 +14,7 @@ export const CheckName = Schema.Literal(
   "effect-safety",
   "consistency",
   "policy-authority",
+  "policy-route",
   "standing",
   "delivery",
   "projection",

@@ -1,6 +1,6 @@
 import { Effect } from "effect"
 import type { Preferences } from "../schema/Preferences.js"
-import type { ActivePolicy } from "./ActivePolicy.js"
+import { registryOf, type ActivePolicy } from "./ActivePolicy.js"
 import { Adjudicator, type Adjudication, type Proposal } from "./Adjudicator.js"
 import { floorRefusal } from "./KernelFloor.js"
 import { adjudicatePolicyChange, PolicyApplyTool } from "./PolicyChange.js"
@@ -37,7 +37,7 @@ export const decideCall = (spec: CallToDecide, policy: ActivePolicy, now: number
     // Whatever the adjudicator replaced the call with passes the floor too (any seam, not only plugins).
     const replaced = a.executed.tool !== spec.tool ? floorRefusal(policy, spec.principal, a.executed.tool) : undefined
     if (replaced !== undefined) return floorDenial(`the call was replaced with ${a.executed.tool}: ${replaced}`, a.executed, a.decisions)
-    return editedCallDecision(spec, applyPreferences(a, prefs, spec))
+    return editedCallDecision(spec, applyPreferences(a, prefs, spec, registryOf(policy)))
   })
 
 /**

@@ -5,6 +5,8 @@ import type { WitnessContract, WitnessRule } from "../schema/WitnessContract.js"
 import type { ActivePolicy } from "./ActivePolicy.js"
 import type { Adjudication } from "./Adjudicator.js"
 import { DefaultContract } from "./RuleAdjudicator.js"
+import type { WitnessRegistry } from "../heldcall/Counting.js"
+import { choosePolicyRoute, type RouteCaller } from "../heldcall/PolicyRoute.js"
 
 /**
  * Preferences shape how gates are experienced; they never widen authority. Profiles set them
@@ -176,7 +178,12 @@ const hold = (a: Adjudication, reasons: ReadonlyArray<Reason>, contract: Witness
  * forbidden substitution denies; a previewed replacement or a call in the witness scope is
  * held (one human approval, from the preferred route when one is set, when policy itself did not hold it).
  */
-export const applyPreferences = (a: Adjudication, prefs: Preferences, proposed: { readonly tool: string }): Adjudication => {
+export const applyPreferences = (
+  a: Adjudication,
+  prefs: Preferences,
+  proposed: { readonly tool: string } & Partial<RouteCaller>,
+  registry?: WitnessRegistry
+): Adjudication => {
   if (a.verdict === "DENY") return a
   const replacements = replacementsOf(a.decisions)
   const posture = prefs.transforms
@@ -190,7 +197,7 @@ export const applyPreferences = (a: Adjudication, prefs: Preferences, proposed: 
       decisions: [...a.decisions, { by: PreferenceBy, output: "DENY" }]
     }
   }
-  if (a.verdict === "REQUIRE_WITNESS") return a
+  if (a.verdict === "REQUIRE_WITNESS") return routedPolicyHold(a, prefs, proposed, registry)
   const why: Array<Reason> = []
   const previewed = replacements.find((r) =>
     r.kind === "substitution" ? posture?.substitution === "preview" : (posture?.[r.kind] ?? "auto") === "preview"
@@ -203,6 +210,21 @@ export const applyPreferences = (a: Adjudication, prefs: Preferences, proposed: 
   // A route picks among the witnesses the contract admits; it never replaces the contract's rule.
   const contract: WitnessContract = prefs.witness_route !== undefined ? { ...DefaultContract, route: prefs.witness_route, summary: `${DefaultContract.summary}, from the witness route the preferences name` } : DefaultContract
   return hold(a, why, contract)
+}
+
+/**
+ * A policy hold with the user's `witness_route` applied where the witnesses it admits can meet
+ * the contract alone (runtime/heldcall/PolicyRoute.ts); otherwise the contract stands and the
+ * reason the route was ignored is recorded with the decision. Without a registry (or a caller)
+ * the route cannot be judged and is left out.
+ */
+const routedPolicyHold = (a: Adjudication, prefs: Preferences, caller: Partial<RouteCaller>, registry: WitnessRegistry | undefined): Adjudication => {
+  const route = prefs.witness_route
+  if (route === undefined || a.contract === undefined || a.contract.route !== undefined) return a
+  if (registry === undefined || caller.principal === undefined || caller.session_id === undefined) return a
+  const choice = choosePolicyRoute(a.contract, route, registry, { principal: caller.principal, session_id: caller.session_id })
+  const reasons = [...a.reasons, { by: PreferenceBy, reason: choice.reason }]
+  return choice.applied ? { ...a, reasons, contract: { ...a.contract, route } } : { ...a, reasons }
 }
 
 /** Every argument value replaced by its JSON type: what a `redacted` witness is shown. */

@@ -49,7 +49,8 @@ const fields = {
    * Who may witness the holds that preferences cause ("route me"): only approvals from witnesses
    * the route admits count (runtime/schema/WitnessContract.ts `routeAdmits`). It picks among the
    * witnesses the hold's contract admits and never replaces it; routes of several layers and the
-   * call all apply. Policy holds keep their contract.
+   * call all apply. On a hold policy causes, it applies only where the witnesses it admits can
+   * meet the contract alone, else it is ignored with a recorded reason (heldcall/PolicyRoute.ts).
    */
   witness_route: Schema.optional(WitnessRule),
   /** Shorten the hold (fail closed sooner); never lengthens the profile's limit. */

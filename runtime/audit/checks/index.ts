@@ -5,6 +5,7 @@ import { consistency } from "./Consistency.js"
 import { delivery } from "./Delivery.js"
 import { effectSafety } from "./EffectSafety.js"
 import { policyAuthority } from "./PolicyAuthority.js"
+import { policyRoute } from "./PolicyRoute.js"
 import { signatures } from "./Signatures.js"
 import { transformOutput } from "./TransformOutput.js"
 
@@ -14,6 +15,7 @@ export { consistency } from "./Consistency.js"
 export { delivery } from "./Delivery.js"
 export { effectSafety } from "./EffectSafety.js"
 export { policyAuthority } from "./PolicyAuthority.js"
+export { policyRoute } from "./PolicyRoute.js"
 export { signatures } from "./Signatures.js"
 export { transformOutput } from "./TransformOutput.js"
 export { commitChain, type ChainLink, type ChainFinding } from "./CommitChain.js"
@@ -22,4 +24,4 @@ export { rerunPlugins } from "./PluginRerun.js"
 export { appliedUsesOf, standingCheck, type AppliedUse, type GrantMessage } from "./StandingUses.js"
 
 /** Every pure held-call check. */
-export const heldChecks: ReadonlyArray<HeldCheck> = [signatures, transformOutput, attestationBinding, effectSafety, consistency, policyAuthority, delivery]
+export const heldChecks: ReadonlyArray<HeldCheck> = [signatures, transformOutput, attestationBinding, effectSafety, consistency, policyAuthority, policyRoute, delivery]
