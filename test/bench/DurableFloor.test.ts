@@ -1,6 +1,6 @@
 import type { ChildProcess } from "node:child_process"
 import type { NatsConnection } from "@nats-io/transport-node"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest"
 import { jetstreamManager } from "@nats-io/jetstream"
 import { FloorStreams, floorAllowLatencies, floorAllowThroughput, floorReleaseLatencies, floorStreamCounts, FloorToolSubject, FloorWorkAllowSubject, FloorWorkHoldSubject, FloorWorkReleaseSubject, startDurableFloor, workFloorLatencies, workFloorReleaseLatencies, workFloorThroughput } from "../../bench/durable-floor.js"
 import { devKeyPair } from "../../runtime/client/DevKeys.js"
@@ -10,7 +10,7 @@ import { startTestNats, type TestNats } from "../support/TestNats.js"
 
 /**
  * The bench's durable floor does the durable work it claims, counted in its streams: an ALLOW is
- * two commits and one wake, a held call one commit, its release two commits, one wake and one
+ * two commits and one wake (deleted once the call is settled), a held call one commit, its release two commits, one wake and one
  * delivery. The work floor does the same durable work with the work no kernel can skip: the
  * request's signature checked, the plugin stages run, their records in the commits. Figures are
  * not asserted (no timed assertions).
@@ -31,6 +31,9 @@ describe("bench durable floor", () => {
     floor = await startDurableFloor(nats.servers)
   }, 60_000)
 
+  /** Every wake written is deleted once its call's commit B is stored (fire and forget, so waited for). */
+  const wakesDeleted = () => vi.waitFor(async () => expect((await floorStreamCounts(client)).pendingWakes).toBe(0), { timeout: 10_000, interval: 50 })
+
   afterAll(async () => {
     floor?.kill("SIGKILL")
     await client?.close()
@@ -43,7 +46,8 @@ describe("bench durable floor", () => {
     expect(seq).toHaveLength(5)
     const rate = await floorAllowThroughput(client, 40, "x".repeat(300), 8)
     expect(rate).toBeGreaterThan(0)
-    expect(await floorStreamCounts(client)).toEqual({ events: 90, wakes: 45, sessions: 0 })
+    expect(await floorStreamCounts(client)).toMatchObject({ events: 90, wakes: 45, sessions: 0 })
+    await wakesDeleted()
     expect(toolCalls).toBe(45)
   })
 
@@ -54,6 +58,7 @@ describe("bench durable floor", () => {
     expect(await workFloorThroughput(client, 8, 4)).toBeGreaterThan(0)
     const after = await floorStreamCounts(client)
     expect({ events: after.events - before.events, wakes: after.wakes - before.wakes }).toEqual({ events: 22, wakes: 11 })
+    await wakesDeleted()
     expect(toolCalls - calls).toBe(11)
     const jsm = await jetstreamManager(client)
     const last = (await jsm.streams.getMessage(FloorStreams.events.name, { seq: after.events }))!
@@ -82,6 +87,7 @@ describe("bench durable floor", () => {
     expect(await workFloorReleaseLatencies(client, 3)).toHaveLength(3)
     const after = await floorStreamCounts(client)
     expect({ events: after.events - before.events, wakes: after.wakes - before.wakes, sessions: after.sessions - before.sessions }).toEqual({ events: 9, wakes: 3, sessions: 3 })
+    await wakesDeleted()
     expect(toolCalls - calls).toBe(3)
   })
 
@@ -103,6 +109,7 @@ describe("bench durable floor", () => {
     expect(xs).toHaveLength(3)
     const after = await floorStreamCounts(client)
     expect({ events: after.events - before.events, wakes: after.wakes - before.wakes, sessions: after.sessions - before.sessions }).toEqual({ events: 9, wakes: 3, sessions: 3 })
+    await wakesDeleted()
     expect(toolCalls - calls).toBe(3)
   })
 })
