@@ -18,6 +18,7 @@ import type { Profile } from "../schema/Profile.js"
 import { WitnessRule } from "../schema/WitnessContract.js"
 import { ask, CliError, connectClient } from "./Connect.js"
 import { ExitCode, exitOfReply } from "./Exit.js"
+import { schemaProblem } from "./SchemaProblem.js"
 import { defaultProfiles, repoRoot } from "./Paths.js"
 
 /** Data plugins read through host functions; offline there is no live data, only what is given here. */
@@ -90,9 +91,12 @@ const describe = (call: EvalCall, e: Evaluation): string => {
 
 const decodeJson = <A, I>(schema: Schema.Schema<A, I>, text: string, what: string): Effect.Effect<A, CliError> =>
   Effect.gen(function* () {
-    const json = yield* Effect.try({ try: () => JSON.parse(text) as unknown, catch: () => new CliError({ message: `${what} is not JSON: ${text.slice(0, 200)}`, exit: ExitCode.usage }) })
+    const json = yield* Effect.try({
+      try: () => JSON.parse(text) as unknown,
+      catch: (e) => new CliError({ message: `${what} is not JSON (${e instanceof Error ? e.message.split("\n")[0] : "unreadable"}): write it as JSON, see docs/cli.md`, exit: ExitCode.usage })
+    })
     const r = Schema.decodeUnknownEither(schema, { onExcessProperty: "error" })(json)
-    if (Either.isLeft(r)) return yield* new CliError({ message: `${what}: ${r.left.message.split("\n").slice(-2).join(" ").trim()}`, exit: ExitCode.usage })
+    if (Either.isLeft(r)) return yield* new CliError({ message: `${what}: ${schemaProblem(r.left)}`, exit: ExitCode.usage })
     return r.right
   })
 

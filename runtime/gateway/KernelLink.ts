@@ -23,7 +23,11 @@ export interface StoredEvent {
 
 export class GatewayNatsError {
   readonly _tag = "GatewayNatsError"
-  constructor(readonly message: string) {}
+  /** `cause`: the NATS client's error, when there is one (the CLI says from it whether NATS was down or refused the login). */
+  constructor(
+    readonly message: string,
+    readonly cause?: unknown
+  ) {}
 }
 
 /**
@@ -58,7 +62,7 @@ export const makeKernelLink = (opts: GatewayNats) =>
     const nc = yield* Effect.acquireRelease(
       Effect.tryPromise({
         try: () => connect({ servers: opts.servers, user: opts.user, pass: opts.pass, name: "wk-gateway", maxReconnectAttempts: -1, ...inboxOptionOf(opts.user) }),
-        catch: (e) => new GatewayNatsError(`cannot connect to NATS at ${opts.servers}: ${String(e)}`)
+        catch: (e) => new GatewayNatsError(`cannot connect to NATS at ${opts.servers}: ${String(e)}`, e)
       }),
       (c: NatsConnection) => Effect.promise(() => c.drain().catch(() => undefined))
     )
