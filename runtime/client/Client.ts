@@ -7,6 +7,7 @@ import { signEnvelope } from "../schema/EnvelopeSignature.js"
 import type { Envelope } from "../schema/Envelope.js"
 import type { JsonObject, JsonValue } from "../schema/Json.js"
 import type { WitnessRequest } from "../schema/Events.js"
+import type { OnBehalfOf } from "../schema/IdentityBinding.js"
 import { presentationDigest } from "../schema/Canonical.js"
 import { Subjects, Streams, inboxOptionOf } from "../schema/Subjects.js"
 import type { StandingScope, StandingUse } from "../schema/StandingGrant.js"
@@ -105,6 +106,8 @@ export interface ProposeInput {
   readonly supersedes?: number
   /** How long the signed envelope stays valid (default 5 minutes, at most 15). */
   readonly ttlMs?: number
+  /** The verified bearer token this proposal is made for (the MCP endpoint's; schema/IdentityBinding.ts). */
+  readonly on_behalf_of?: OnBehalfOf
 }
 
 export interface AttestInput {

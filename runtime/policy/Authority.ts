@@ -5,6 +5,7 @@ import { routeAdmits, type WitnessContract } from "../schema/WitnessContract.js"
 import { classesOf as ruleClasses, principalsOf as rulePrincipals } from "../heldcall/WitnessRuleEval.js"
 import type { ActivePolicy } from "./ActivePolicy.js"
 import { templateFor } from "./PresentationTemplate.js"
+import { bindingKey, bindingsOf, bindingWhat } from "./IdentityBindings.js"
 import { DefaultContract } from "./RuleAdjudicator.js"
 
 /**
@@ -15,7 +16,7 @@ import { DefaultContract } from "./RuleAdjudicator.js"
  * given it: sign with a key, act under a class (any contract that names the class, a plugin's
  * included, counts it), propose a tool, count toward a tool's contract as an approver (and so edit
  * its held calls, extend them and sign standing grants for it), veto a tool's calls, give a term's
- * evidence, read back an unknown outcome, apply policy. Two powers belong to no principal but to
+ * evidence, read back an unknown outcome, apply policy, act for an identity provider's bearer tokens. Two powers belong to no principal but to
  * the policy itself (holder `Policy`): the text witnesses are shown for a tool (a template), and
  * each query or command a verifier runs for an evidence term.
  *
@@ -90,6 +91,8 @@ export const authorityOf = (policy: ActivePolicy): Authority => {
     if (entry.keys.length > 0)
       for (const c of entry.classes.filter((c) => pluginVetoes.has(c)))
         give(name, `veto:plugin:${c}`, { field: `principals.${name}.classes`, what: `vetoes the calls a plugin holds with a '${c}' veto`, role: "protects" })
+  // A binding lets whoever holds such a token act as the principal (the MCP endpoint signs for it).
+  for (const b of bindingsOf(policy.profiles)) give(b.principal, bindingKey(b), { field: "identities", what: bindingWhat(b) })
   for (const admin of policy.admins) give(admin, "admin", { field: "admins", what: `'${admin}' applies policy (a narrowing alone, a widening with a second admin)` })
 
   for (const tool of [...tools].sort()) {

@@ -11,9 +11,10 @@ import { effectivePreferences, layerPreferences, wideningsOf } from "../policy/P
 import type { Preferences } from "../schema/Preferences.js"
 import { Subjects } from "../schema/Subjects.js"
 import { awaitEnd } from "./AwaitEnd.js"
-import { invalidRequest, proposeReply, type Reply } from "./Replies.js"
+import { forbidden, invalidRequest, proposeReply, type Reply } from "./Replies.js"
 import { signedRequest, type Signed } from "./Request.js"
 import { staleEnvelope } from "./internal/replayGuard.js"
+import { behalfRefusal, bindingsOf } from "../policy/IdentityBindings.js"
 
 /**
  * `wk.v1.calls.propose`. An expired envelope is refused; so is a preference wider than the
@@ -28,6 +29,8 @@ export const propose = (data: Uint8Array) =>
     const p = req.payload
     const stale = staleEnvelope(p.expires_at, Date.now())
     if (stale !== undefined) return stale
+    const unbound = behalfRefusal(bindingsOf(req.policy.profiles), p.principal, p.on_behalf_of, Date.now())
+    if (unbound !== undefined) return forbidden(unbound)
     const { heldId, salt } = (yield* HeldIds).of(p)
     if (p.preferences !== undefined) {
       const widening = wideningsOf(p.preferences, layerPreferences(req.policy, p.principal))[0]

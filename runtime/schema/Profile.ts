@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { IdentityBinding } from "./IdentityBinding.js"
 import { PluginPin } from "./PluginPin.js"
 import { Preferences } from "./Preferences.js"
 import { PresentationTemplate } from "./PresentationTemplate.js"
@@ -103,6 +104,8 @@ export const Profile = Schema.Struct({
    */
   presentation: Schema.optional(Schema.Record({ key: Schema.String, value: PresentationTemplate })),
   /** Plugins this profile pins by name, version, sha256 and signer (PluginPin.ts). */
-  plugins: Schema.optional(Schema.Array(ProfilePin))
+  plugins: Schema.optional(Schema.Array(ProfilePin)),
+  /** Bearer tokens (issuer, audience, subject or group) bound to principals: who the MCP endpoint may sign for (IdentityBinding.ts). */
+  identities: Schema.optional(Schema.Array(IdentityBinding))
 })
 export type Profile = typeof Profile.Type

@@ -4,6 +4,7 @@ import { Envelope } from "./Envelope.js"
 import { JsonObject, JsonValue } from "./Json.js"
 import { CallPreferences } from "./Preferences.js"
 import { EvidenceRecord } from "./EvidenceTerm.js"
+import { OnBehalfOf } from "./IdentityBinding.js"
 
 export { CallPreferences } from "./Preferences.js"
 
@@ -31,7 +32,13 @@ export const ProposePayload = Schema.Struct({
    * An edit: the generation of this call it replaces (the `generation` of its last held reply).
    * Without it an edit is still accepted unless its call digest is an earlier generation's (a replay).
    */
-  supersedes: Schema.optional(Schema.Int.pipe(Schema.positive()))
+  supersedes: Schema.optional(Schema.Int.pipe(Schema.positive())),
+  /**
+   * The bearer token the MCP endpoint verified before it signed this proposal as the principal
+   * its identity binding names (schema/IdentityBinding.ts): recorded with the envelope, checked
+   * against the bindings in force (runtime/policy/IdentityBindings.ts).
+   */
+  on_behalf_of: Schema.optional(OnBehalfOf)
 })
 export type ProposePayload = typeof ProposePayload.Type
 

@@ -5,6 +5,8 @@ import type { Delivery, ProposeReply, WitnessClient } from "../../client/Client.
 import type { JsonObject } from "../../schema/Json.js"
 import { KernelVersion } from "../../observability/KernelVersion.js"
 import type { ListedTool } from "./ToolCatalog.js"
+import type { AuthInfo } from "@modelcontextprotocol/sdk/server/auth/types.js"
+import type { OnBehalfOf } from "../../schema/IdentityBinding.js"
 
 export interface GoverningOptions {
   /** Signs every proposal as the configured principal. */
@@ -13,6 +15,11 @@ export interface GoverningOptions {
   readonly sessionId: string
   readonly holdWaitMs: number
   readonly gatewayUrl?: string
+  /**
+   * Behind an OAuth-protected endpoint: the verified token a request carried, which every
+   * proposal names (`on_behalf_of`), or why the request may not propose (a tool error).
+   */
+  readonly behalfOf?: (auth: AuthInfo | undefined) => OnBehalfOf | string
 }
 
 /** The follow-up tool a client calls for a held call's result. */
@@ -118,9 +125,11 @@ export const governingServer = (opts: GoverningOptions): Server => {
     }
     const tool = byName.get(req.params.name)
     if (tool === undefined) return text(`no governed tool ${req.params.name}`, true)
+    const behalf = opts.behalfOf?.(extra.authInfo)
+    if (typeof behalf === "string") return text(`refused: ${behalf}`, true)
     let reply: ProposeReply
     try {
-      reply = await opts.client.propose({ session_id: opts.sessionId, turn_id: "mcp", call_id: nuid.next().toLowerCase().replace(/[^a-z0-9]/g, ""), tool: tool.name, args: args as JsonObject })
+      reply = await opts.client.propose({ session_id: opts.sessionId, turn_id: "mcp", call_id: nuid.next().toLowerCase().replace(/[^a-z0-9]/g, ""), tool: tool.name, args: args as JsonObject, ...(behalf !== undefined ? { on_behalf_of: behalf } : {}) })
     } catch (e) {
       return text(`the kernel did not answer: ${e instanceof Error ? e.message : String(e)}`, true)
     }
