@@ -83,10 +83,15 @@ export const AuditReport = Schema.Struct({
   held_calls: Schema.Int,
   /** Epochs whose records verify from the trust anchor (the registry the checks used). */
   policy_epochs: Schema.Array(Schema.Int),
-  /** Whether the registry derives from a trust root given out of band (`--trust`). */
-  anchored: Schema.optional(Schema.Boolean),
+  /** Whether the principal registry derives from a trust root given out of band (`--trust`), not from the first policy record as found. */
+  registry_rooted: Schema.Boolean,
   /** What the registry was derived from, in one line (UNANCHORED without a trust root). */
-  anchor: Schema.optional(Schema.String),
+  registry_origin: Schema.String,
+  /**
+   * Whether the stream's checkpoint chain was required to hold checkpoints kept outside the
+   * stream (`--anchor`, `--checkpoint`) and held them: a whole-stream replay with `checkpoints` passed.
+   */
+  checkpoints_anchored: Schema.Boolean,
   duration_ms: Schema.Number,
   events_per_second: Schema.Number,
   checks: Schema.Array(CheckResult),

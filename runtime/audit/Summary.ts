@@ -9,7 +9,8 @@ export const formatReport = (r: AuditReport, maxPerCheck = 20): string => {
   const lines = [
     `wk audit replay: ${r.stream}, ${sel}: seq ${r.first_seq}..${r.last_seq}, ${r.events} messages read, ${r.backfilled} backfilled, ${r.held_calls} held calls, policy epochs [${r.policy_epochs.join(", ")}]`,
     `  ${r.duration_ms} ms, ${r.events_per_second} events/s`,
-    ...(r.anchor !== undefined ? [`  ${r.anchored === true ? "anchored by" : "WARNING"}: ${r.anchor}`] : [])
+    `  ${r.registry_rooted ? "registry from" : "WARNING"}: ${r.registry_origin}`,
+    `  checkpoints: ${r.checkpoints_anchored ? "the chain holds every checkpoint kept outside the stream" : "not anchored outside the stream"}`
   ]
   const width = Math.max(...r.checks.map((c) => c.name.length))
   for (const c of r.checks) {

@@ -25,9 +25,10 @@ export interface TrustedRegistry {
   readonly records: ReadonlyArray<PolicyRecord>
   /** The `registry` check's finding. */
   readonly finding: Finding
-  /** One line for the report: what the trust was derived from. */
-  readonly anchor: string
-  readonly anchored: boolean
+  /** One line for the report: what the registry was derived from (a trust root, or the first record as found). */
+  readonly origin: string
+  /** Whether it derives from a trust root given out of band (not from the first record as found). */
+  readonly rooted: boolean
 }
 
 /** Who may authorize the next epoch: a principal and key that sign for a policy admin. */
@@ -98,8 +99,8 @@ export const trustedRegistry = (
   return {
     records: trusted.map((t) => t.record),
     finding: { checked: ordered.length, violations, unverified },
-    anchor: anchorLine,
-    anchored: anchor._tag === "root"
+    origin: anchorLine,
+    rooted: anchor._tag === "root"
   }
 }
 

@@ -17,7 +17,7 @@ import type { DeliveryMessage } from "./checks/Check.js"
 export interface ExportVerification {
   readonly ok: boolean
   /** Whether a trust root vouched for the signer (otherwise only the document's own keys were used). */
-  readonly anchored: boolean
+  readonly rooted: boolean
   /** Problems with the document itself (format, digest, keys). */
   readonly problems: ReadonlyArray<string>
   /** The pure audit checks over the exported history (signatures, binding, effect safety, delivery). */
@@ -33,7 +33,7 @@ export interface ExportVerification {
  */
 export const verifyExport = (input: unknown, trust?: TrustRoot): ExportVerification => {
   const decoded = Schema.decodeUnknownEither(ExportDocument)(input)
-  if (Either.isLeft(decoded)) return { ok: false, anchored: false, problems: [`not an export document: ${decoded.left.message.slice(0, 300)}`], checks: [] }
+  if (Either.isLeft(decoded)) return { ok: false, rooted: false, problems: [`not an export document: ${decoded.left.message.slice(0, 300)}`], checks: [] }
   const doc = decoded.right
   const problems: Array<string> = []
   // Over the events as given, so a field this version does not know still counts.
@@ -69,7 +69,7 @@ export const verifyExport = (input: unknown, trust?: TrustRoot): ExportVerificat
     ...(deliveries !== undefined ? { deliveries } : {})
   })
   const violations = checks.reduce((n, c) => n + c.violations.length, 0)
-  return { ok: problems.length === 0 && violations === 0, anchored: trust !== undefined, problems, checks }
+  return { ok: problems.length === 0 && violations === 0, rooted: trust !== undefined, problems, checks }
 }
 
 /**

@@ -104,7 +104,7 @@ const replayCommand = Command.make(
         ...(o.quiet ? {} : { onProgress: (p) => process.stderr.write(`${formatProgress(p)}\n`) })
       }))
       yield* Console.log(o.json ? JSON.stringify(report, null, 2) : formatReport(report))
-      if (report.anchored !== true) process.stderr.write(`wk audit: ${report.anchor ?? "UNANCHORED"}\n`)
+      if (!report.registry_rooted) process.stderr.write(`wk audit: ${report.registry_origin}\n`)
       const missing = o.noTrust ? [] : unverifiedBecause(trust, anchored, kept)
       if (missing.length > 0) {
         // The last line, on stdout for a reader of the summary (stderr with --json, which stays JSON).
@@ -165,7 +165,7 @@ const verifyCommand = Command.make(
           yield* Console.log(`  ${c.status.padEnd(7)} ${c.name}: ${c.checked} checked`)
           for (const x of c.violations) yield* Console.log(`         seq ${x.seqs.join(",")}: ${x.message}`)
         }
-        if (!v.anchored) yield* Console.log("  UNANCHORED: checked against the keys and registry the document carries; pass --trust FILE")
+        if (!v.rooted) yield* Console.log("  UNANCHORED: checked against the keys and registry the document carries; pass --trust FILE")
         yield* Console.log(v.ok ? "OK: the export verifies" : "FAILED")
       }
       if (!v.ok) process.exitCode = 1

@@ -230,7 +230,7 @@ describe("signed, chained commits", () => {
       events_digest: string
     }
     expect(doc.commits.length).toBeGreaterThanOrEqual(3)
-    expect(verifyExport(doc, trusted())).toMatchObject({ ok: true, anchored: true, problems: [] })
+    expect(verifyExport(doc, trusted())).toMatchObject({ ok: true, rooted: true, problems: [] })
 
     const storedEdit = structuredClone(doc)
     storedEdit.commits[0]!.stored = storedEdit.commits[0]!.stored.replace('"amount":5000', '"amount":5')

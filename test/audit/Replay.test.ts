@@ -363,11 +363,11 @@ describe("trust from outside the stream", () => {
 
   it("the real log verifies from the organization's trust root; without one the replay says it is unanchored", async () => {
     const stream = await copyStream(kernelConn, original)
-    const anchored = await replayAs(nats.servers, "kernel", { stream, factsBucket: null, trust: trustRootFor([profile]) })
-    expect(failedChecks(anchored)).toEqual([])
-    expect(anchored).toMatchObject({ anchored: true, policy_epochs: [1, 2] })
+    const rooted = await replayAs(nats.servers, "kernel", { stream, factsBucket: null, trust: trustRootFor([profile]) })
+    expect(failedChecks(rooted)).toEqual([])
+    expect(rooted).toMatchObject({ registry_rooted: true, policy_epochs: [1, 2] })
     const bare = await replayAs(nats.servers, "kernel", { stream, factsBucket: null })
-    expect(bare).toMatchObject({ ok: true, anchored: false, anchor: expect.stringMatching(/^UNANCHORED: .*epoch 1, seq \d+, profiles sha256 [0-9a-f]{64}/) })
+    expect(bare).toMatchObject({ ok: true, registry_rooted: false, registry_origin: expect.stringMatching(/^UNANCHORED: .*epoch 1, seq \d+, profiles sha256 [0-9a-f]{64}/) })
   })
 
   it("keys added by an unsigned policy record, then approvals and an execution forged with them -> registry and signatures", async () => {
@@ -458,7 +458,7 @@ describe("a signed export is evidence against the trust root", () => {
     const trust = { ...trustRootFor([profile]), kernel_keys: [publicKey] }
     const doc = await Effect.runPromise(exportOver({ servers: nats.servers, ...Roles.auditor }, { held: ids["approved"]! }))
     const signed = JSON.parse(JSON.stringify(signDocument(doc, key))) as Record<string, unknown> & { events: Array<{ event: Record<string, unknown> }> }
-    expect(verifyExport(signed, trust)).toMatchObject({ ok: true, anchored: true, problems: [] })
+    expect(verifyExport(signed, trust)).toMatchObject({ ok: true, rooted: true, problems: [] })
 
     const edited = structuredClone(signed)
     const proposal = edited.events.find((e) => e.event["type"] === "call.proposed")!.event
@@ -475,7 +475,7 @@ describe("a signed export is evidence against the trust root", () => {
     expect(verifyExport(unsigned, trust).problems).toContain("the export is not signed and its commits are not all signed by the kernel, and a trust root was given")
     const other = JSON.parse(JSON.stringify(signDocument(doc, { publicKey: Buffer.from(nacl.sign.keyPair.fromSecretKey(forger.secretKey).publicKey).toString("base64"), secretKey: forger.secretKey })))
     expect(verifyExport(other, trust).problems).toEqual([expect.stringMatching(/^the export is signed by .*, not a kernel key of the trust root$/)])
-    expect(verifyExport(other)).toMatchObject({ ok: true, anchored: false })
+    expect(verifyExport(other)).toMatchObject({ ok: true, rooted: false })
     rmSync(dir, { recursive: true, force: true })
   })
 })
@@ -509,7 +509,7 @@ describe("the wk audit CLI", () => {
     const file = join(nats.storeDir, "trust.json")
     writeFileSync(file, JSON.stringify(trustRootFor([profile])))
     const anchored = await wk(["audit", "replay", "--server", server, "--trust", file, "--no-projection", "--quiet"])
-    expect(anchored.stdout).toContain("anchored by: trust root: 2 admin(s)")
+    expect(anchored.stdout).toContain("registry from: trust root: 2 admin(s)")
     expect(anchored.stderr).not.toContain("UNANCHORED")
     expect(anchored.stdout.trim().split("\n").at(-1)).toMatch(/^UNVERIFIED: the trust root lists no kernel_keys; no anchor \(--anchor\)/)
     expect(anchored.status).toBe(1)
