@@ -19,7 +19,7 @@ import { layerPluginHost, PluginHost } from "../runtime/plugins/PluginHost.js"
 import type { PluginPin } from "../runtime/schema/PluginPin.js"
 import { layerPluginSourceMemory } from "../runtime/plugins/PluginSource.js"
 import { adjudicateWithPlugins } from "../runtime/plugins/Pipeline.js"
-import { AdjudicateOutput } from "../runtime/plugins/StageIO.js"
+import { AdjudicateOutput } from "../runtime/schema/StageIO.js"
 import { FuelExport, meterModule } from "../runtime/plugins/internal/wasmMeter.js"
 import { measureAll, printTable, row, type Row } from "./Table.js"
 

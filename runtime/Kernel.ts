@@ -27,13 +27,13 @@ import { serveHealth } from "./protocol/Health.js"
 import type { Profile } from "./schema/Profile.js"
 import type { Adjudicator } from "./policy/Adjudicator.js"
 import type { Admission } from "./policy/Admission.js"
-import { layerProfileSeams } from "./policy/ProfileSeams.js"
+import { layerProfileSeams } from "./plugins/ProfileSeams.js"
 import { layerPluginHost } from "./plugins/PluginHost.js"
 import { layerHostEnvKv } from "./plugins/HostEnvKv.js"
 import { findPluginDirs, readPluginDir } from "./plugins/PluginSource.js"
 import { layerPluginSourceObjectStore, publishPlugin } from "./ledger/PluginStore.js"
 import { Buckets } from "./schema/Subjects.js"
-import { LedgerError } from "./ledger/LedgerError.js"
+import { LedgerError } from "./schema/LedgerError.js"
 
 export interface KernelOptions {
   readonly nats: NatsOptions

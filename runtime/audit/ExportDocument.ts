@@ -2,7 +2,7 @@ import { Schema } from "effect"
 import { HeldEvent } from "../schema/Events.js"
 import { PrincipalEntry } from "../schema/Profile.js"
 import { JsonValue } from "../schema/Json.js"
-import { DocumentSignature } from "./KernelKey.js"
+import { DocumentSignature } from "../ledger/KernelKey.js"
 
 /** The format tag of `wk audit export` documents. */
 export const ExportFormat = "wk.audit.export/v2"

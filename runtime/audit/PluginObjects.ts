@@ -2,7 +2,7 @@ import { Effect } from "effect"
 import { openObjectReader } from "../ledger/ObjectReader.js"
 import { sha256Hex } from "../schema/Canonical.js"
 import { AuditError } from "./AuditError.js"
-import type { LedgerError } from "../ledger/LedgerError.js"
+import type { LedgerError } from "../schema/LedgerError.js"
 
 const asAuditError = (e: LedgerError) => new AuditError({ operation: e.operation, message: e.message, cause: e })
 

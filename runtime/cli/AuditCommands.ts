@@ -13,7 +13,7 @@ import { verifyExport } from "../audit/VerifyExport.js"
 import { readTrustRoot, type TrustRoot } from "../audit/TrustRoot.js"
 import { readAnchor } from "../ledger/CheckpointAnchor.js"
 import { pullAnchor } from "../audit/AnchorPull.js"
-import { generateKernelKey, readKernelKey, signDocument } from "../audit/KernelKey.js"
+import { generateKernelKey, readKernelKey, signDocument } from "../ledger/KernelKey.js"
 
 // The server is the global `--server` (or NATS_URL, or the context's): see Connect.serverUrl.
 const connection = {

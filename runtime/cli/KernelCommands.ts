@@ -1,10 +1,11 @@
 import { Command, Options } from "@effect/cli"
 import { serveKernelHttp } from "../observability/KernelHttp.js"
+import { layerNatsKernelProbe } from "../ledger/NatsKernelProbe.js"
 import { log, LogLevels, setKernelIdentity, setLogLevel, type LogLevel } from "../observability/Log.js"
 import { Console, Effect, Either, Option } from "effect"
 import { existsSync, mkdirSync } from "node:fs"
 import { join } from "node:path"
-import { generateKernelKey, readKernelKey } from "../audit/KernelKey.js"
+import { generateKernelKey, readKernelKey } from "../ledger/KernelKey.js"
 import { connect } from "@nats-io/transport-node"
 import { layerKernel, publishLocalPlugins, runKernel } from "../Kernel.js"
 import { natsOptionsFromUrl } from "../ledger/Nats.js"
@@ -114,7 +115,7 @@ const serve = (url: string, profiles: ReadonlyArray<Profile>, withBank: boolean,
         setKernelIdentity(owner)
         log.info({ nats: nats.servers }, "kernel ready")
         const policy = yield* (yield* PolicyStore).current
-        const metrics = ops === undefined ? undefined : yield* serveKernelHttp(ops.port, ops.host)
+        const metrics = ops === undefined ? undefined : yield* serveKernelHttp(ops.port, ops.host).pipe(Effect.provide(layerNatsKernelProbe))
         if (withBank) {
           const bankConn = yield* Effect.acquireRelease(
             Effect.promise(() => connect({ servers: nats.servers, ...bankCredentials, name: "wk-demo-bank" })),

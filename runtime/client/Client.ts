@@ -1,4 +1,4 @@
-import { connect, errors, nanos, nuid, type NatsConnection } from "@nats-io/transport-node"
+import { connect, errors, headers as natsHeaders, nanos, nuid, type NatsConnection } from "@nats-io/transport-node"
 import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream"
 import { randomBytes } from "node:crypto"
 import { context, type Context as TraceContext } from "@opentelemetry/api"
@@ -204,7 +204,7 @@ export class WitnessClient {
    */
   async request<T>(subject: string, body: unknown, timeoutMs = this.opts.timeoutMs ?? 15_000, trace: TraceContext = context.active()): Promise<T> {
     const data = body instanceof Uint8Array ? body : enc.encode(JSON.stringify(body))
-    const headers = headersOfContext(trace)
+    const headers = headersOfContext(trace, natsHeaders)
     const m = await this.nc.request(subject, data, { timeout: timeoutMs, ...(headers !== undefined ? { headers } : {}) })
     return JSON.parse(dec.decode(m.data)) as T
   }

@@ -1,6 +1,6 @@
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Either, Schema } from "effect"
-import { decodeWith } from "../protocol/Decode.js"
+import { decodeWith } from "../schema/DecodeWith.js"
 import { AttestPayload, CancelPayload, EditPayload, ExtendPayload, ProposePayload } from "../schema/Requests.js"
 import { HeldId } from "../schema/Ids.js"
 import { AttestBatchPayload } from "../schema/BatchAttestation.js"

@@ -1,6 +1,7 @@
 import { HttpIncomingMessage, HttpServerRequest } from "@effect/platform"
 import { Effect, Either, Option, type Schema } from "effect"
-import { decodeEnvelope, decodeWith, parseBody } from "../protocol/Decode.js"
+import { decodeEnvelope, parseBody } from "../protocol/Decode.js"
+import { decodeWith } from "../schema/DecodeWith.js"
 import type { Reply } from "../protocol/Replies.js"
 import { invalidRequest } from "../protocol/Replies.js"
 import { MaxRequestBytes } from "../schema/Subjects.js"

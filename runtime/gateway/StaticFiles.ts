@@ -1,25 +1,25 @@
 import { HttpServerResponse } from "@effect/platform"
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
-import { repoRoot } from "../cli/Paths.js"
+import { packageRoot } from "../observability/PackageRoot.js"
 
 const types: Record<string, string> = { html: "text/html; charset=utf-8", js: "text/javascript; charset=utf-8", css: "text/css; charset=utf-8", json: "application/json" }
 
 /** The inbox's files and the OpenAPI document. */
 const files: Record<string, string> = {
-  "/inbox/": join(repoRoot, "runtime/gateway/inbox/index.html"),
-  "/inbox/inbox.js": join(repoRoot, "runtime/gateway/inbox/inbox.js"),
-  "/inbox/keys.js": join(repoRoot, "runtime/gateway/inbox/keys.js"),
-  "/inbox/timeline.js": join(repoRoot, "runtime/gateway/inbox/timeline.js"),
-  "/inbox/jcs.js": join(repoRoot, "runtime/gateway/inbox/jcs.js"),
-  "/inbox/words.js": join(repoRoot, "runtime/gateway/inbox/words.js"),
-  "/inbox/batch.js": join(repoRoot, "runtime/gateway/inbox/batch.js"),
-  "/inbox/standing.js": join(repoRoot, "runtime/gateway/inbox/standing.js"),
-  "/inbox/state.js": join(repoRoot, "runtime/gateway/inbox/state.js"),
-  "/inbox/render.js": join(repoRoot, "runtime/gateway/inbox/render.js"),
-  "/inbox/actions.js": join(repoRoot, "runtime/gateway/inbox/actions.js"),
-  "/inbox/inbox.css": join(repoRoot, "runtime/gateway/inbox/inbox.css"),
-  "/openapi.json": join(repoRoot, "docs/openapi.json")
+  "/inbox/": join(packageRoot, "runtime/gateway/inbox/index.html"),
+  "/inbox/inbox.js": join(packageRoot, "runtime/gateway/inbox/inbox.js"),
+  "/inbox/keys.js": join(packageRoot, "runtime/gateway/inbox/keys.js"),
+  "/inbox/timeline.js": join(packageRoot, "runtime/gateway/inbox/timeline.js"),
+  "/inbox/jcs.js": join(packageRoot, "runtime/gateway/inbox/jcs.js"),
+  "/inbox/words.js": join(packageRoot, "runtime/gateway/inbox/words.js"),
+  "/inbox/batch.js": join(packageRoot, "runtime/gateway/inbox/batch.js"),
+  "/inbox/standing.js": join(packageRoot, "runtime/gateway/inbox/standing.js"),
+  "/inbox/state.js": join(packageRoot, "runtime/gateway/inbox/state.js"),
+  "/inbox/render.js": join(packageRoot, "runtime/gateway/inbox/render.js"),
+  "/inbox/actions.js": join(packageRoot, "runtime/gateway/inbox/actions.js"),
+  "/inbox/inbox.css": join(packageRoot, "runtime/gateway/inbox/inbox.css"),
+  "/openapi.json": join(packageRoot, "docs/openapi.json")
 }
 
 export const staticPaths = Object.keys(files)

@@ -10,7 +10,7 @@ import { sha256Hex } from "../schema/Canonical.js"
 import type { HeldCallFacts } from "../schema/Facts.js"
 import { Streams, Subjects } from "../schema/Subjects.js"
 import { decodeCommitBytes, sequencedEvents, type Commit, type CommitKey } from "../schema/Commit.js"
-import { LedgerError } from "./LedgerError.js"
+import { LedgerError } from "../schema/LedgerError.js"
 import { Nats } from "./Nats.js"
 
 const EventsPrefix = "wk.v1.events."

@@ -1,5 +1,5 @@
 import { Context, Effect, Either, Option } from "effect"
-import { readKernelKey } from "../audit/KernelKey.js"
+import { readKernelKey } from "./KernelKey.js"
 import type { CommitKey } from "../schema/Commit.js"
 
 /**

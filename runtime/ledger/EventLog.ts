@@ -2,7 +2,7 @@ import { type Context, Effect } from "effect"
 import { chainCommit, commitDigest, commitOf, eventsOfMessage, encodeCommit, type CommitKey } from "../schema/Commit.js"
 import type { HeldEvent, SequencedEvent } from "../schema/Events.js"
 import { Streams, Subjects } from "../schema/Subjects.js"
-import { AppendConflict, LedgerError, isWrongLastSequence } from "./LedgerError.js"
+import { AppendConflict, LedgerError, isWrongLastSequence } from "../schema/LedgerError.js"
 import { Nats } from "./Nats.js"
 import { archivedCommitDigest } from "./ArchivedHead.js"
 

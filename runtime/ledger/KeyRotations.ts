@@ -2,7 +2,7 @@ import { Effect } from "effect"
 import type { CommitKey } from "../schema/Commit.js"
 import { KeyRotationSubject, signKeyRotation, type KeyRotation } from "../schema/KeyRotation.js"
 import { Subjects } from "../schema/Subjects.js"
-import { LedgerError } from "./LedgerError.js"
+import { LedgerError } from "../schema/LedgerError.js"
 import { Nats } from "./Nats.js"
 
 /** Stores the record handing `from`'s signing authority on to `to` (`wk audit key --rotate`); returns it with its sequence. */

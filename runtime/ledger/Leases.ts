@@ -1,6 +1,6 @@
 import { Context, Effect, Layer } from "effect"
 import { Buckets } from "../schema/Subjects.js"
-import { LedgerError, isWrongLastSequence } from "./LedgerError.js"
+import { LedgerError, isWrongLastSequence } from "../schema/LedgerError.js"
 import { Nats } from "./Nats.js"
 
 /** A held lease: the key and the revision that proves ownership. */

@@ -2,7 +2,7 @@ import { Context, Effect, Layer } from "effect"
 import { connect, createInbox, headers as natsHeaders, type Msg, type MsgHdrs, type NatsConnection } from "@nats-io/transport-node"
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream"
 import { Kvm, type KV } from "@nats-io/kv"
-import { LedgerError } from "./LedgerError.js"
+import { LedgerError } from "../schema/LedgerError.js"
 import { inboxOptionOf } from "../schema/Subjects.js"
 import { coalesceWrites } from "./CoalescedWrites.js"
 

@@ -1,7 +1,7 @@
 import { Effect } from "effect"
 import { Objm } from "@nats-io/obj"
 import { Nats } from "./Nats.js"
-import { LedgerError } from "./LedgerError.js"
+import { LedgerError } from "../schema/LedgerError.js"
 
 /** A read-only view of one JetStream object store bucket: the auditor's way to archives and plugin bytes. */
 export interface ObjectReader {

@@ -1,6 +1,6 @@
 import { Context, Effect, Layer } from "effect"
 import { Nats } from "./Nats.js"
-import { LedgerError } from "./LedgerError.js"
+import { LedgerError } from "../schema/LedgerError.js"
 import { Buckets } from "../schema/Subjects.js"
 
 /**

@@ -1,6 +1,6 @@
 import { Context, Effect, Layer } from "effect"
 import { Streams, Subjects } from "../schema/Subjects.js"
-import { LedgerError } from "./LedgerError.js"
+import { LedgerError } from "../schema/LedgerError.js"
 import { Nats } from "./Nats.js"
 
 /** What routes and verifiers are told of a held call (`wk.v1.witness.requests.<held_id>`, kept in `WK_WITNESS`). */

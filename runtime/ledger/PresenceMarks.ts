@@ -1,7 +1,7 @@
 import { Context, Effect, Layer } from "effect"
 import { errors } from "@nats-io/transport-node"
 import { Nats } from "./Nats.js"
-import { LedgerError } from "./LedgerError.js"
+import { LedgerError } from "../schema/LedgerError.js"
 import { Buckets, Subjects } from "../schema/Subjects.js"
 
 /** A parked call to cancel if its session disconnects. */

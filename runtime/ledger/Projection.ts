@@ -1,7 +1,7 @@
 import { type Context, Effect, Schema } from "effect"
 import { HeldCallFacts } from "../schema/Facts.js"
 import { Buckets } from "../schema/Subjects.js"
-import { LedgerError, isWrongLastSequence } from "./LedgerError.js"
+import { LedgerError, isWrongLastSequence } from "../schema/LedgerError.js"
 import { Nats } from "./Nats.js"
 
 /** Facts as stored in the projection bucket, with the KV revision they were read at (0: absent). */

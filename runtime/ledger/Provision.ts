@@ -6,7 +6,7 @@ import { errors } from "@nats-io/transport-node"
 import { ArchiveBucket } from "../schema/Archive.js"
 import { AckPolicy, DeliverPolicy, DiscardPolicy, RetentionPolicy, StorageType, type StreamConfig } from "@nats-io/jetstream"
 import { Buckets, Consumers, Streams } from "../schema/Subjects.js"
-import { LedgerError } from "./LedgerError.js"
+import { LedgerError } from "../schema/LedgerError.js"
 import { Nats } from "./Nats.js"
 import { DefaultRetention, type RetentionConfig } from "./Retention.js"
 

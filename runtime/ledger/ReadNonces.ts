@@ -3,7 +3,7 @@ import { StorageType } from "@nats-io/jetstream"
 import type { KV } from "@nats-io/kv"
 import { createHash } from "node:crypto"
 import { Nats } from "./Nats.js"
-import { LedgerError } from "./LedgerError.js"
+import { LedgerError } from "../schema/LedgerError.js"
 
 /** The KV bucket of signed reads' nonces: one key per (reader, nonce), gone after `ReadNonceTtlMs`. */
 export const ReadNonceBucket = "wk_read_nonces"

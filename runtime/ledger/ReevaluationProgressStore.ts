@@ -1,7 +1,7 @@
 import { Context, Effect, Either, Layer, Schema } from "effect"
 import { ReevaluationKeyPrefix, ReevaluationProgress, reevaluationKey } from "../schema/ReevaluationProgress.js"
 import { Buckets } from "../schema/Subjects.js"
-import { LedgerError } from "./LedgerError.js"
+import { LedgerError } from "../schema/LedgerError.js"
 import { Nats } from "./Nats.js"
 
 /** Where the re-evaluation of open calls after a policy change stands, per epoch and shard. */

@@ -3,7 +3,7 @@ import { DeliverPolicy } from "@nats-io/jetstream"
 import { jcsDigest } from "../schema/Canonical.js"
 import { decodeStandingRecord, standingSubjectOf, StandingGrantPayload, type StandingRecord } from "../schema/StandingGrant.js"
 import { Streams, Subjects } from "../schema/Subjects.js"
-import { LedgerError } from "./LedgerError.js"
+import { LedgerError } from "../schema/LedgerError.js"
 import { Nats, PublishError } from "./Nats.js"
 
 /** A grant's newest record, its signed grant decoded, and the stream sequence it is stored at. */

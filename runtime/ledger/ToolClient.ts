@@ -1,5 +1,5 @@
 import { Context, Effect, FiberRef, Layer, Schema } from "effect"
-import { errors, type Msg, type MsgHdrs } from "@nats-io/transport-node"
+import { errors, headers as natsHeaders, type Msg, type MsgHdrs } from "@nats-io/transport-node"
 import { Nats, RequestFailed } from "./Nats.js"
 import { JsonValue } from "../schema/Json.js"
 import { Subjects } from "../schema/Subjects.js"
@@ -106,7 +106,7 @@ export const layerNatsToolClient = Layer.effect(
         ? Effect.tryPromise(() => exchange(subject, data, timeoutMs, check))
         : withSpan(
             `wk.tool ${subject.slice(subject.lastIndexOf(".") + 1)}`,
-            Effect.flatMap(FiberRef.get(CurrentTrace), (ctx) => Effect.tryPromise(() => exchange(subject, data, timeoutMs, check, headersOfContext(ctx)))),
+            Effect.flatMap(FiberRef.get(CurrentTrace), (ctx) => Effect.tryPromise(() => exchange(subject, data, timeoutMs, check, headersOfContext(ctx, natsHeaders)))),
             { kind: SpanKind.CLIENT, attributes: { "messaging.destination.name": subject } }
           )
     const request = <A, I>(schema: Schema.Schema<A, I>, subject: string, tool: string, body: unknown, timeoutMs: number, check: ReplyCheck | undefined) =>

@@ -2,7 +2,7 @@ import { Context, Effect, Layer, Queue, Stream, type Scope } from "effect"
 import { errorFields, log } from "../observability/Log.js"
 import type { JsMsg } from "@nats-io/jetstream"
 import { Streams, Subjects } from "../schema/Subjects.js"
-import { LedgerError } from "./LedgerError.js"
+import { LedgerError } from "../schema/LedgerError.js"
 import { Nats } from "./Nats.js"
 import { ControllerConsumer, ensureControllerConsumer } from "./Provision.js"
 

@@ -1,6 +1,6 @@
 import { Effect } from "effect"
 import { EventIds } from "../heldcall/EventIds.js"
-import type { LedgerError } from "../ledger/LedgerError.js"
+import type { LedgerError } from "../schema/LedgerError.js"
 import { Outbox } from "../ledger/Outbox.js"
 import { wake, type Wakes } from "../ledger/Wakes.js"
 import { watchSession, type PresenceMarks } from "../ledger/PresenceMarks.js"

@@ -1,6 +1,6 @@
 import { Context, Deferred, Effect, Exit, Layer } from "effect"
 import { HeldCallStore, type Freshness, type Loaded } from "../ledger/HeldCallStore.js"
-import type { AppendConflict, LedgerError } from "../ledger/LedgerError.js"
+import type { AppendConflict, LedgerError } from "../schema/LedgerError.js"
 import type { LedgerPorts } from "../ledger/LedgerPorts.js"
 import { OpenIndex } from "../ledger/OpenIndex.js"
 import { ToolClient } from "../ledger/ToolClient.js"

@@ -1,6 +1,6 @@
 import { Context, Deferred, Effect, Layer } from "effect"
 import { HeldCallStore, type Loaded } from "../ledger/HeldCallStore.js"
-import type { AppendConflict, LedgerError } from "../ledger/LedgerError.js"
+import type { AppendConflict, LedgerError } from "../schema/LedgerError.js"
 import { OpenIndex } from "../ledger/OpenIndex.js"
 import { Wakes } from "../ledger/Wakes.js"
 import { beforeDispatch, quiescent } from "../heldcall/Facts.js"

@@ -1,6 +1,6 @@
 import { Effect } from "effect"
 import { HeldCallStore, type Freshness, type Loaded } from "../ledger/HeldCallStore.js"
-import type { LedgerError } from "../ledger/LedgerError.js"
+import type { LedgerError } from "../schema/LedgerError.js"
 import { Wakes } from "../ledger/Wakes.js"
 import { EventIds } from "../heldcall/EventIds.js"
 import { decideContextOf } from "../policy/ActivePolicy.js"

@@ -1,12 +1,8 @@
-import { Effect, Runtime } from "effect"
+import { Effect } from "effect"
 import { log } from "./Log.js"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
-import { Nats } from "../ledger/Nats.js"
-import { ControllerConsumer } from "../ledger/Provision.js"
-import { PolicyStore } from "../policy/PolicyStore.js"
-import { Streams } from "../schema/Subjects.js"
 import { kernelMetrics } from "./KernelMetrics.js"
-import { openCallsByState } from "./OpenCalls.js"
+import { KernelProbe } from "./KernelProbe.js"
 
 /** One readiness check: its name, and why it fails (undefined: it passes). */
 interface Check {
@@ -33,25 +29,17 @@ const describe = (e: unknown) => (e instanceof Error ? e.message : String(e))
  * streams there, a policy loaded, the controller's consumer bound; 503 naming what is not; every
  * check at once, each within `ReadinessDeadlineMs`). Listens on `host` (127.0.0.1 unless told:
  * `--metrics-host`) until the scope closes; a port in use is reported and the kernel runs on
- * without it.
+ * without it. What it reads comes through the `KernelProbe` port.
  */
 export const serveKernelHttp = (port: number, host = "127.0.0.1") =>
   Effect.gen(function* () {
-    const { nc, jsm, kv } = yield* Nats
-    const runtime = yield* Effect.runtime<PolicyStore>()
-    let connected = !nc.isClosed()
-    void (async () => {
-      for await (const s of nc.status()) {
-        if (s.type === "disconnect" || s.type === "close") connected = false
-        else if (s.type === "reconnect") connected = true
-      }
-    })().catch(() => undefined)
+    const probe = yield* KernelProbe
     kernelMetrics.onScrape(async () => {
-      kernelMetrics.policyEpoch.set((await Runtime.runPromise(runtime)(Effect.flatMap(PolicyStore, (s) => s.current))).epoch)
-      kernelMetrics.consumerLag.set((await within(1000, jsm.consumers.info(Streams.wakes, ControllerConsumer))).num_pending)
+      kernelMetrics.policyEpoch.set(await probe.policyEpoch())
+      kernelMetrics.consumerLag.set(await within(1000, probe.consumerPending()))
     })
     kernelMetrics.onScrape(async () => {
-      const counts = await within(2000, openCallsByState(kv))
+      const counts = await within(2000, probe.openCallsByState())
       kernelMetrics.openCalls.reset()
       for (const [state, n] of counts) kernelMetrics.openCalls.set({ state }, n)
     })
@@ -63,23 +51,20 @@ export const serveKernelHttp = (port: number, host = "127.0.0.1") =>
       }
     }
     const readiness = (): Promise<ReadonlyArray<Check>> => {
-      if (!connected || nc.isClosed()) return Promise.resolve(["nats", "streams", "policy", "consumer"].map((name) => ({ name, failure: name === "nats" ? "not connected to NATS" : "NATS is not connected" })))
+      if (!probe.connected()) return Promise.resolve(["nats", "streams", "policy", "consumer"].map((name) => ({ name, failure: name === "nats" ? "not connected to NATS" : "NATS is not connected" })))
       return Promise.all([
         // A round trip: a server that hangs keeps the connection open and answers nothing.
         check("nats", async () => {
-          await nc.flush()
+          await probe.roundTrip()
           return undefined
         }),
         check("streams", async () => {
-          await Promise.all([Streams.events, Streams.sessions, Streams.wakes].map((s) => jsm.streams.info(s)))
+          await probe.streamsPresent()
           return undefined
         }),
-        check("policy", async () => {
-          const policy = await Runtime.runPromise(runtime)(Effect.flatMap(PolicyStore, (s) => s.current))
-          return policy.epoch >= 1 ? undefined : "no policy epoch loaded"
-        }),
+        check("policy", async () => ((await probe.policyEpoch()) >= 1 ? undefined : "no policy epoch loaded")),
         check("consumer", async () => {
-          await jsm.consumers.info(Streams.wakes, ControllerConsumer)
+          await probe.consumerPending()
           return undefined
         })
       ])

@@ -10,14 +10,14 @@ import { callDigest } from "../schema/Canonical.js"
 import type { Decision, Reason, Verdict } from "../schema/Events.js"
 import type { JsonObject, JsonValue } from "../schema/Json.js"
 import type { WitnessContract } from "../schema/WitnessContract.js"
-import { DefaultContract, decide, foldAdmission, foldOpinions, type AdmitOpinion, type Offer, type Opinion } from "./Fold.js"
+import { DefaultContract, decide, foldAdmission, foldOpinions, type AdmitOpinion, type Offer, type Opinion } from "../policy/Fold.js"
 import { grantedHostHandler, PluginHostEnv, type HostValue } from "./HostEnv.js"
 import type { Stage } from "../schema/PluginManifest.js"
 import { layerPluginHost, PluginHost, type Invocation, type LoadedPlugin } from "./PluginHost.js"
 import type { PluginSource } from "./PluginSource.js"
 import type { PluginLoadError } from "./PluginError.js"
 import { pinIdentity, pinLabel, resolvePin, type PluginPin } from "../schema/PluginPin.js"
-import { AdjudicateOutput, AdmitOutput, TransformOutput, WitnessContractOutput, type ProposalIO, type WitnessPresentation } from "./StageIO.js"
+import { AdjudicateOutput, AdmitOutput, TransformOutput, WitnessContractOutput, type ProposalIO, type WitnessPresentation } from "../schema/StageIO.js"
 
 /** Transforms may chain at most this many times before the call is denied. */
 export const MaxTransformDepth = 4

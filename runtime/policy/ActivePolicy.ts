@@ -62,7 +62,7 @@ export const mergeRules = (profiles: ReadonlyArray<Profile>): ReadonlyMap<string
  */
 export const isNarrowingProfile = (p: Profile): boolean => p.layer === "project" || p.layer === "user"
 
-/** The policy split by what its parts may do (see runtime/plugins/Fold.ts, `Role`). */
+/** The policy split by what its parts may do (see runtime/policy/Fold.ts, `Role`). */
 export interface Tiers {
   /** Rules of the floor and organization layers, merged. */
   readonly authorityRules: ReadonlyMap<string, ToolRule>

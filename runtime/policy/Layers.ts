@@ -20,7 +20,7 @@ import { authorityOf, powerWidenings } from "./Authority.js"
  * grant the layers below do not already give that principal, register principals, keys or
  * classes, add admins, or loosen a threshold, a rule or a preference. Adding plugin pins is
  * allowed at every layer: a project or user pin can only keep or narrow an outcome (its ALLOW
- * is no opinion and its contract is added; runtime/plugins/Fold.ts).
+ * is no opinion and its contract is added; runtime/policy/Fold.ts).
  *
  * `widens(before, after)` compares two whole profile sets (what `policy.apply` would change);
  * a non-empty answer means the change needs a witnessed policy change.
@@ -148,7 +148,7 @@ const pinDiff = (b: PluginPin, a: PluginPin): ReadonlyArray<string> => {
  * How the plugin pins of `after` may loosen those of `before`. Any pin that changes (identity,
  * config, stages, capabilities, egress, limits, fallback, precedence) or goes away is a
  * widening: a pin's outcome cannot be compared without running it on every call. A new pin at a
- * project or user layer only narrows (runtime/plugins/Fold.ts, role `narrowing`). A new floor
+ * project or user layer only narrows (runtime/policy/Fold.ts, role `narrowing`). A new floor
  * or organization pin widens when it can lift the floor (adjudicate, while another such plugin
  * already adjudicates: before it, the grant alone allowed), change the call (transform) or name
  * a contract that stands in for the default (adjudicate and witness_contract); admission and

@@ -1,5 +1,5 @@
 import { Either } from "effect"
-import { decodeWith } from "../protocol/Decode.js"
+import { decodeWith } from "../schema/DecodeWith.js"
 import { canonicalize, jcsDigest } from "../schema/Canonical.js"
 import type { JsonObject } from "../schema/Json.js"
 import { Profile } from "../schema/Profile.js"

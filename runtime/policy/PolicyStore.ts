@@ -1,5 +1,5 @@
 import { Context, type Effect } from "effect"
-import type { LedgerError } from "../ledger/LedgerError.js"
+import type { LedgerError } from "../schema/LedgerError.js"
 import type { Profile } from "../schema/Profile.js"
 import type { AppliedBy } from "../schema/PolicyApplied.js"
 import type { ActivePolicy } from "./ActivePolicy.js"

@@ -1,7 +1,7 @@
 import { Effect, Either, Schema } from "effect"
 import { readdirSync, readFileSync, statSync } from "node:fs"
 import { join } from "node:path"
-import { decodeWith } from "../protocol/Decode.js"
+import { decodeWith } from "../schema/DecodeWith.js"
 import { Profile } from "../schema/Profile.js"
 import { checkLayers } from "./Layers.js"
 

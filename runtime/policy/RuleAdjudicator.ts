@@ -1,5 +1,5 @@
 import { Effect, Layer } from "effect"
-import { decide, DefaultContract, foldOpinions, type Opinion } from "../plugins/Fold.js"
+import { decide, DefaultContract, foldOpinions, type Opinion } from "./Fold.js"
 import type { JsonObject } from "../schema/Json.js"
 import type { ToolRule } from "../schema/Profile.js"
 import { tiersOf, type ActivePolicy } from "./ActivePolicy.js"

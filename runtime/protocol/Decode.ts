@@ -1,6 +1,7 @@
-import { Either, ParseResult, Schema } from "effect"
+import { Either, Schema } from "effect"
 import type { Envelope } from "../schema/Envelope.js"
 import { MaxRequestBytes } from "../schema/Subjects.js"
+import { decodeWith } from "../schema/DecodeWith.js"
 import { invalidRequest, unauthenticated, type Reply } from "./Replies.js"
 import { MaxDepth, parseJsonBody } from "./internal/body.mjs"
 
@@ -16,15 +17,6 @@ export const parseBody = (data: Uint8Array): Either.Either<unknown, Reply> =>
     const parsed = parseJsonBody(d)
     return parsed.ok ? Either.right(parsed.value) : Either.left(invalidRequest(parsed.message, ""))
   })
-
-/** Decodes with a schema; failure is the 400 reply naming the first offending field. */
-export const decodeWith = <A, I>(schema: Schema.Schema<A, I>, value: unknown, prefix = ""): Either.Either<A, Reply> => {
-  const result = Schema.decodeUnknownEither(schema, { errors: "first", onExcessProperty: "ignore" })(value)
-  if (Either.isRight(result)) return Either.right(result.right)
-  const issue = ParseResult.ArrayFormatter.formatErrorSync(result.left)[0]
-  const path = [prefix, ...(issue?.path ?? []).map(String)].filter((p) => p !== "").join(".")
-  return Either.left(invalidRequest(issue ? `${path || "request"}: ${issue.message}` : "request does not match the schema", path))
-}
 
 const Base64 = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9+/]+={0,2}$/), Schema.maxLength(200))
 

@@ -7,7 +7,7 @@ import type { Envelope } from "../schema/Envelope.js"
 import { ReadPayload } from "../schema/Requests.js"
 import { Subjects } from "../schema/Subjects.js"
 import { authenticate } from "./Authenticate.js"
-import { decodeWith } from "./Decode.js"
+import { decodeWith } from "../schema/DecodeWith.js"
 import { unauthenticated, type Reply } from "./Replies.js"
 
 /** How far a signed read's `issued_at` may be from the kernel's clock, either way. */

@@ -10,7 +10,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { DemoBank } from "../../runtime/executor/DemoBank.js"
-import { generateKernelKey, readKernelKey, type KernelKey } from "../../runtime/audit/KernelKey.js"
+import { generateKernelKey, readKernelKey, type KernelKey } from "../../runtime/ledger/KernelKey.js"
 import { pullAnchor } from "../../runtime/audit/AnchorPull.js"
 import { readAnchor } from "../../runtime/ledger/CheckpointAnchor.js"
 import { decodeCheckpoint } from "../../runtime/schema/Checkpoint.js"

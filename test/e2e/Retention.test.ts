@@ -28,7 +28,7 @@ import { commitDigest } from "../../runtime/schema/Commit.js"
 import { eventsOf, eventually } from "../support/Stream.js"
 import { checkOf, replayAs, trustRootFor } from "../audit/support.js"
 import nacl from "tweetnacl"
-import { generateKernelKey, readKernelKey, type KernelKey } from "../../runtime/audit/KernelKey.js"
+import { generateKernelKey, readKernelKey, type KernelKey } from "../../runtime/ledger/KernelKey.js"
 
 // Retention that keeps the audit: an ended call older than the archive age leaves WK_EVENTS for a
 // gzip archive in the object store whose SHA-256 is recorded in WK_EVENTS; `wk audit replay`

@@ -8,7 +8,7 @@ import { initialFacts } from "../../runtime/heldcall/Facts.js"
 import type { HeldCallFacts } from "../../runtime/schema/Facts.js"
 import { layerMemoryWakes, MemoryWakeQueue } from "../../runtime/ledger/memory/MemoryWakes.js"
 import { Wakes } from "../../runtime/ledger/Wakes.js"
-import { LedgerError } from "../../runtime/ledger/LedgerError.js"
+import { LedgerError } from "../../runtime/schema/LedgerError.js"
 import { layerKernelConfig } from "../../runtime/KernelConfig.js"
 import { kernelMetrics } from "../../runtime/observability/KernelMetrics.js"
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest"
 import { activePolicy } from "../../runtime/policy/ActivePolicy.js"
 import { checkLayers, widens } from "../../runtime/policy/Layers.js"
-import { joinContracts } from "../../runtime/plugins/Fold.js"
+import { joinContracts } from "../../runtime/policy/Fold.js"
 import type { EvidenceTerm } from "../../runtime/schema/EvidenceTerm.js"
 import type { Profile } from "../../runtime/schema/Profile.js"
 

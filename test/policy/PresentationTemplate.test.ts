@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest"
 import fc from "fast-check"
 import { Either } from "effect"
 import { fallbackSummary, groupDigits, renderTemplate, summaryOf, templateFor } from "../../runtime/policy/PresentationTemplate.js"
-import { decodeWith } from "../../runtime/protocol/Decode.js"
+import { decodeWith } from "../../runtime/schema/DecodeWith.js"
 import { Profile } from "../../runtime/schema/Profile.js"
 
 fc.configureGlobal({ seed: Number(process.env["WK_FC_SEED"] ?? 8785) })

@@ -4,7 +4,7 @@ import type { HeldCallFacts } from "../../schema/Facts.js"
 import { evolve, reduce } from "../../heldcall/Reducer.js"
 import { initialFacts } from "../../heldcall/Facts.js"
 import { HeldCallStore, type Loaded } from "../HeldCallStore.js"
-import { AppendConflict } from "../LedgerError.js"
+import { AppendConflict } from "../../schema/LedgerError.js"
 import { keyedLock } from "./KeyedLock.js"
 
 /**

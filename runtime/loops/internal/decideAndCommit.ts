@@ -1,6 +1,6 @@
 import { Effect } from "effect"
 import type { Freshness, HeldCallStore, Loaded } from "../../ledger/HeldCallStore.js"
-import type { AppendConflict, LedgerError } from "../../ledger/LedgerError.js"
+import type { AppendConflict, LedgerError } from "../../schema/LedgerError.js"
 import { initialFacts } from "../../heldcall/Facts.js"
 import { decide, type Command, type DecideContext, type Decision } from "../../heldcall/Decide.js"
 import { unavailable } from "../../schema/Reply.js"

@@ -1,6 +1,6 @@
 import { Effect } from "effect"
 import type { Freshness } from "../../ledger/HeldCallStore.js"
-import type { LedgerError } from "../../ledger/LedgerError.js"
+import type { LedgerError } from "../../schema/LedgerError.js"
 import type { Driving, Wakes } from "../../ledger/Wakes.js"
 
 /** What follows a decision that leaves a call work: a drive forked to run on after the answer, a drive awaited, or none (the caller drives). */

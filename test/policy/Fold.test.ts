@@ -1,7 +1,7 @@
 // The verdict fold is a join-semilattice: commutative, associative, idempotent, monotone.
 import { describe, expect, it } from "@effect/vitest"
 import fc from "fast-check"
-import { decide, emptyFold, foldAdmission, foldOpinions, join, joinContracts, ofOpinion, Rank, type AdmitOpinion, type Folded, type Opinion } from "../../runtime/plugins/Fold.js"
+import { decide, emptyFold, foldAdmission, foldOpinions, join, joinContracts, ofOpinion, Rank, type AdmitOpinion, type Folded, type Opinion } from "../../runtime/policy/Fold.js"
 import type { WitnessContract } from "../../runtime/schema/WitnessContract.js"
 
 const contractArb: fc.Arbitrary<WitnessContract> = fc.record(

@@ -3,7 +3,7 @@ import { readFileSync, writeFileSync } from "node:fs"
 import nacl from "tweetnacl"
 import { canonicalize } from "../schema/Canonical.js"
 import { ed25519Sign, ed25519Verify } from "../schema/Ed25519.js"
-import { auditError, type AuditError } from "./AuditError.js"
+import { LedgerError } from "../schema/LedgerError.js"
 
 const Base64 = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9+/]+={0,2}$/))
 
@@ -35,16 +35,16 @@ export const generateKernelKey = (path: string): string => {
 }
 
 /** Reads a kernel key file; the error names the file and what is wrong. */
-export const readKernelKey = (path: string): Either.Either<KernelKey, AuditError> => {
+export const readKernelKey = (path: string): Either.Either<KernelKey, LedgerError> => {
   try {
     const file = Schema.decodeUnknownSync(KernelKeyFile)(JSON.parse(readFileSync(path, "utf8")))
     const secretKey = new Uint8Array(Buffer.from(file.secret_key, "base64"))
     if (secretKey.length !== 64 || Buffer.from(nacl.sign.keyPair.fromSecretKey(secretKey).publicKey).toString("base64") !== file.public_key) {
-      return Either.left(auditError(`read kernel key ${path}`)("public_key is not the secret key's"))
+      return Either.left(new LedgerError({ operation: `read kernel key ${path}`, message: `read kernel key ${path}: public_key is not the secret key's` }))
     }
     return Either.right({ publicKey: file.public_key, secretKey })
   } catch (e) {
-    return Either.left(auditError(`read kernel key ${path}`)(e))
+    return Either.left(new LedgerError({ operation: `read kernel key ${path}`, message: `read kernel key ${path}: ${e instanceof Error ? e.message : String(e)}`, cause: e }))
   }
 }
 

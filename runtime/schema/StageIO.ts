@@ -1,7 +1,7 @@
 import { Schema } from "effect"
-import { Reason } from "../schema/Events.js"
-import { JsonObject, JsonValue } from "../schema/Json.js"
-import { WitnessContract } from "../schema/WitnessContract.js"
+import { Reason } from "./Events.js"
+import { JsonObject, JsonValue } from "./Json.js"
+import { WitnessContract } from "./WitnessContract.js"
 
 // The one definition of what each stage receives and returns (documented in plugin-sdk/README.md).
 // Inputs are sent as RFC 8785 JSON; the sha256 of those exact bytes is the decision's input_digest.

@@ -6,7 +6,7 @@ import { joinTerms } from "../schema/EvidenceTerm.js"
 import type { Reason, Verdict } from "../schema/Events.js"
 import type { WitnessContract, WitnessRule } from "../schema/WitnessContract.js"
 import { joinRules } from "../schema/WitnessRule.js"
-import type { AdjudicatorVerdict, AdmitVerdict } from "./StageIO.js"
+import type { AdjudicatorVerdict, AdmitVerdict } from "../schema/StageIO.js"
 
 /**
  * What an opinion may do, by where it comes from:

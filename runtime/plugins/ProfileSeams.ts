@@ -1,8 +1,8 @@
 import { Effect, Layer } from "effect"
-import { Adjudicator } from "./Adjudicator.js"
-import { Admission } from "./Admission.js"
-import { adjudicateByRule, builtInOpinions } from "./RuleAdjudicator.js"
-import { adjudicateWith, admitWith, pinsFor, pluginServices } from "../plugins/Pipeline.js"
+import { Adjudicator } from "../policy/Adjudicator.js"
+import { Admission } from "../policy/Admission.js"
+import { adjudicateByRule, builtInOpinions } from "../policy/RuleAdjudicator.js"
+import { adjudicateWith, admitWith, pinsFor, pluginServices } from "./Pipeline.js"
 
 const ProposalStages = ["transform", "adjudicate", "witness_contract"] as const
 
