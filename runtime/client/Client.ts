@@ -8,7 +8,7 @@ import type { Envelope } from "../schema/Envelope.js"
 import type { JsonObject, JsonValue } from "../schema/Json.js"
 import type { WitnessRequest } from "../schema/Events.js"
 import type { OnBehalfOf } from "../schema/IdentityBinding.js"
-import { presentationDigest } from "../schema/Canonical.js"
+import { presentationDigest, sha256Hex } from "../schema/Canonical.js"
 import { Subjects, Streams, inboxOptionOf } from "../schema/Subjects.js"
 import type { StandingScope, StandingUse } from "../schema/StandingGrant.js"
 
@@ -59,6 +59,8 @@ export interface Delivery {
   turn_id: string
   call_id: string
   continuation_ref: string | null
+  /** The continuation the kernel kept for the call: its sha256 and bytes (base64; null when no longer kept). */
+  continuation?: { digest: string; data: string | null }
   /** `tool_failed`: the effect ran and the tool reported a failure (`ok: false`); `completed` otherwise. */
   outcome: "completed" | "tool_failed" | "denied" | "cancelled" | "expired"
   /** For a call whose effect ran: did the tool report success (absent on older kernels). */
@@ -96,6 +98,11 @@ export interface ProposeInput {
   readonly tool: string
   readonly args: JsonObject
   readonly continuation_ref?: string
+  /**
+   * A checkpoint for the turn this call parks (at most 64 KiB): the kernel keeps it by digest and
+   * returns it with the delivery (`continuationOf(delivery)`), so the agent need not keep it.
+   */
+  readonly continuation?: Uint8Array
   readonly preferences?: JsonObject
   /** Proposes the call as a dependency of this open held call (nested hold). */
   readonly parent_held_id?: string
@@ -224,19 +231,20 @@ export class WitnessClient {
   async propose(input: ProposeInput): Promise<ProposeReply> {
     // With cancel_on_disconnect the kernel probes the session; be present before it can look.
     if (input.preferences?.["cancel_on_disconnect"] === true) this.stayPresent(input.session_id)
-    const { ttlMs, supersedes, ...call } = input
+    const { ttlMs, supersedes, continuation, ...call } = input
     const key = JSON.stringify([input.session_id, input.turn_id, input.call_id])
     const edits = supersedes ?? this.generations.get(key)
-    const reply = await this.request<ProposeReply>(
-      Subjects.propose,
-      this.sign({
-        op: "propose",
-        ...call,
-        ...(edits !== undefined ? { supersedes: edits } : {}),
-        nonce: randomBytes(12).toString("hex"),
-        expires_at: new Date(Date.now() + (ttlMs ?? 5 * 60_000)).toISOString()
-      })
-    )
+    const envelope = this.sign({
+      op: "propose",
+      ...call,
+      ...(continuation !== undefined ? { continuation_digest: sha256Hex(continuation) } : {}),
+      ...(edits !== undefined ? { supersedes: edits } : {}),
+      nonce: randomBytes(12).toString("hex"),
+      expires_at: new Date(Date.now() + (ttlMs ?? 5 * 60_000)).toISOString()
+    })
+    // The continuation's bytes travel beside the envelope; the signed payload binds their digest.
+    const body = continuation !== undefined ? { ...envelope, continuation: Buffer.from(continuation).toString("base64") } : envelope
+    const reply = await this.request<ProposeReply>(Subjects.propose, body)
     if (reply.status === 202 && "generation" in reply) this.generations.set(key, reply.generation)
     else if (reply.status !== 409) this.generations.delete(key)
     return reply
@@ -497,4 +505,14 @@ export class WitnessClient {
   async close(): Promise<void> {
     if (this.ownsConnection) await this.nc.drain()
   }
+}
+
+/**
+ * The continuation a delivery returns, as bytes: null when the call kept none, the kernel no
+ * longer holds it, or the bytes do not hash to the digest the proposal signed.
+ */
+export const continuationOf = (d: Pick<Delivery, "continuation">): Uint8Array | null => {
+  if (d.continuation?.data == null) return null
+  const bytes = new Uint8Array(Buffer.from(d.continuation.data, "base64"))
+  return sha256Hex(bytes) === d.continuation.digest ? bytes : null
 }

@@ -55,7 +55,7 @@ const apply = (f: HeldCallFacts, e: HeldEvent): HeldCallFacts => {
     case "call.proposed": {
       // A later generation is an edit; an older one arriving late changes nothing.
       if (e.generation <= f.generation) return f
-      const { principal, session_id, turn_id, call_id, tool, args, call_digest, continuation_ref, preferences, idempotency_key, created_at, expires_at, parent_held_id, ancestors } = e
+      const { principal, session_id, turn_id, call_id, tool, args, call_digest, continuation_ref, continuation_digest, preferences, idempotency_key, created_at, expires_at, parent_held_id, ancestors } = e
       // A proposal's generation is its own (no `proposed_generation`: only re-presentations set it).
       const { proposed_generation: _previous, ...rest } = f
       const replaced = f.spec !== null && f.spec.call_digest !== call_digest && !(f.earlier_digests ?? []).includes(f.spec.call_digest) ? [f.spec.call_digest] : []
@@ -64,7 +64,7 @@ const apply = (f: HeldCallFacts, e: HeldEvent): HeldCallFacts => {
         ...(replaced.length > 0 ? { earlier_digests: [...(f.earlier_digests ?? []), ...replaced] } : {}),
         generation: e.generation,
         spec: {
-          principal, session_id, turn_id, call_id, tool, args, call_digest, continuation_ref, preferences, idempotency_key, created_at, expires_at,
+          principal, session_id, turn_id, call_id, tool, args, call_digest, continuation_ref, continuation_digest, preferences, idempotency_key, created_at, expires_at,
           ...(parent_held_id !== undefined ? { parent_held_id } : {}),
           ...(ancestors !== undefined ? { ancestors } : {})
         },

@@ -114,6 +114,7 @@ export const heldView = (role: Role, f: HeldCallFacts, progress?: RuleProgress) 
     call_digest: call?.call_digest,
     proposed: spec === null ? undefined : { tool: spec.tool, args: shownArgs(spec.args), call_digest: spec.call_digest },
     continuation_ref: spec?.continuation_ref,
+    continuation_digest: spec?.continuation_digest,
     generation: f.generation,
     verdict: f.verdict,
     // Policy reasons may quote argument values ("amount 7741 is over ..."): a redacted witness sees who, not why.

@@ -1,4 +1,4 @@
-import type { Delivery, ProposeReply, WitnessClient } from "../client/Client.js"
+import { continuationOf, type Delivery, type ProposeReply, type WitnessClient } from "../client/Client.js"
 import type { JsonObject } from "../schema/Json.js"
 
 /** Which call this is: the kernel's held id is derived from these ids, so proposing them again finds the same call. */
@@ -44,8 +44,17 @@ export const outcomeOfReply = (reply: ProposeReply): GovernedOutcome => {
   return { status: "refused", code: error.code, message: error.message }
 }
 
-/** The outcome a delivered end says. */
-export const outcomeOfDelivery = (d: Delivery): GovernedOutcome => {
+/**
+ * The outcome a delivered end says, with the continuation the kernel kept for the call (its
+ * bytes, checked against the digest the proposal signed) when the call was proposed with one.
+ */
+export const outcomeOfDelivery = (d: Delivery): GovernedOutcome & { readonly continuation?: Uint8Array } => {
+  const outcome = endOf(d)
+  const continuation = continuationOf(d)
+  return continuation === null ? outcome : { ...outcome, continuation }
+}
+
+const endOf = (d: Delivery): GovernedOutcome => {
   switch (d.outcome) {
     case "completed":
     case "tool_failed":
@@ -62,8 +71,16 @@ export const outcomeOfDelivery = (d: Delivery): GovernedOutcome => {
  * one) and, while it is held, waits up to `waitMs` for its delivered end. Only the kernel decides
  * what runs: nothing a framework passes back on resume can release a held call.
  */
-export const governedCall = async (client: WitnessClient, ids: CallIds, tool: string, args: JsonObject, waitMs = 0): Promise<GovernedOutcome> => {
-  const first = outcomeOfReply(await client.propose({ ...ids, tool, args }))
+export const governedCall = async (
+  client: WitnessClient,
+  ids: CallIds,
+  tool: string,
+  args: JsonObject,
+  waitMs = 0,
+  /** A checkpoint the kernel keeps with the call and returns with its delivered end (at most 64 KiB). */
+  continuation?: Uint8Array
+): Promise<GovernedOutcome & { readonly continuation?: Uint8Array }> => {
+  const first = outcomeOfReply(await client.propose({ ...ids, tool, args, ...(continuation !== undefined ? { continuation } : {}) }))
   if (first.status !== "held" || waitMs <= 0) return first
   try {
     return outcomeOfDelivery(await client.result(first.held_id, { sessionId: ids.session_id, timeoutMs: waitMs }))
@@ -76,10 +93,11 @@ export const governedCall = async (client: WitnessClient, ids: CallIds, tool: st
  * Where an earlier held call stands, found by its held id alone: what an app or a model does on
  * a later turn, when the framework's own call id is gone (a real model names each new tool call
  * afresh). It never proposes: the result once the call is released (waiting up to `waitMs` for
- * one in flight), `held` while it is open, its end otherwise. Only this client's principal's own
+ * one in flight), `held` while it is open, its end otherwise; a delivered end carries the
+ * continuation the call was proposed with, so the app rebuilds its turn from the kernel's copy. Only this client's principal's own
  * calls can be read (the kernel refuses another's).
  */
-export const resumeHeld = async (client: WitnessClient, heldId: string, opts: { readonly sessionId?: string; readonly waitMs?: number } = {}): Promise<GovernedOutcome> => {
+export const resumeHeld = async (client: WitnessClient, heldId: string, opts: { readonly sessionId?: string; readonly waitMs?: number } = {}): Promise<GovernedOutcome & { readonly continuation?: Uint8Array }> => {
   const got = await client.get(heldId)
   if (got.status !== 200 || got.held === undefined) return { status: "refused", code: got.error?.code ?? String(got.status), message: got.error?.message ?? `no held call ${heldId}` }
   const held = got.held

@@ -10,12 +10,14 @@ import { eventOf, progress } from "./Actions.js"
 import { deliveryIdOf, EventIds } from "../heldcall/EventIds.js"
 import { canonicalCall } from "../heldcall/Facts.js"
 import { reportedOutcome } from "../heldcall/ReportedOutcome.js"
+import { deliveredContinuation } from "../ledger/DeliveredContinuation.js"
+import type { DeliveredContinuation } from "../schema/Continuation.js"
 
 /** The stable id of a call's final result delivery. */
 export { deliveryIdOf }
 
 /** The message an agent receives on `wk.v1.sessions.<session_id>.results`. */
-export const deliveryOf = (f: HeldCallFacts) => {
+export const deliveryOf = (f: HeldCallFacts, continuation?: DeliveredContinuation) => {
   const spec = f.spec!
   return {
     held_id: f.held_id,
@@ -23,6 +25,8 @@ export const deliveryOf = (f: HeldCallFacts) => {
     turn_id: spec.turn_id,
     call_id: spec.call_id,
     continuation_ref: spec.continuation_ref ?? null,
+    // The continuation the kernel kept for the call, by digest (schema/Continuation.ts).
+    ...(continuation !== undefined ? { continuation } : {}),
     // `tool_failed` when the effect ran and the tool reported a failure; `ok` says the same for a completed call.
     outcome: reportedOutcome(f),
     ...(f.outcome === "completed" ? { ok: f.effect?.ok ?? false } : {}),
@@ -51,7 +55,9 @@ export const deliver = (loaded: Loaded) =>
     // Signed when the kernel has a key, and chained to the call's last commit when this process
     // holds its digest (prev "" otherwise: the signature still covers the message; audit: `delivery`).
     const key = yield* commitSigningKey
-    const body = key === undefined ? deliveryOf(f) : signDelivery(deliveryOf(f), f.last_seq, loaded.head ?? "", key)
+    const continuation = yield* deliveredContinuation(f.spec!.continuation_digest)
+    const message = deliveryOf(f, continuation)
+    const body = key === undefined ? message : signDelivery(message, f.last_seq, loaded.head ?? "", key)
     const publish = outbox.deliver(f.spec!.session_id, body, `${body.delivery_id}:${attempt}`)
     yield* tracingEnabled() ? withSpan("wk.deliver", publish, { kind: SpanKind.PRODUCER, attributes: { "wk.held_id": f.held_id, "wk.outcome": body.outcome ?? "none", "wk.attempt": attempt } }) : publish
     yield* store.append(loaded, [

@@ -43,6 +43,7 @@ export const agentView = (f: HeldCallFacts) => {
     turn_id: v.turn_id,
     call_id: v.call_id,
     continuation_ref: v.continuation_ref,
+    ...(v.continuation_digest !== undefined ? { continuation_digest: v.continuation_digest } : {}),
     tool: v.tool,
     call_digest: v.call_digest,
     generation: v.generation,

@@ -15,6 +15,7 @@ import { forbidden, invalidRequest, proposeReply, type Reply } from "./Replies.j
 import { signedRequest, type Signed } from "./Request.js"
 import { staleEnvelope } from "./internal/replayGuard.js"
 import { behalfRefusal, bindingsOf } from "../policy/IdentityBindings.js"
+import { keepRequestContinuation } from "./KeepContinuation.js"
 
 /**
  * `wk.v1.calls.propose`. An expired envelope is refused; so is a preference wider than the
@@ -31,6 +32,8 @@ export const propose = (data: Uint8Array) =>
     if (stale !== undefined) return stale
     const unbound = behalfRefusal(bindingsOf(req.policy.profiles), p.principal, p.on_behalf_of, Date.now())
     if (unbound !== undefined) return forbidden(unbound)
+    const kept = yield* keepRequestContinuation(data, p.continuation_digest)
+    if (kept !== undefined) return kept
     const { heldId, salt } = (yield* HeldIds).of(p)
     if (p.preferences !== undefined) {
       const widening = wideningsOf(p.preferences, layerPreferences(req.policy, p.principal))[0]

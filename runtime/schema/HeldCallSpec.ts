@@ -17,6 +17,8 @@ export const HeldCallSpec = Schema.Struct({
   args: JsonObject,
   call_digest: Schema.String,
   continuation_ref: Schema.optional(Schema.String),
+  /** The digest of the continuation the kernel keeps for this call (object store `wk_continuations`), returned with its delivery. */
+  continuation_digest: Schema.optional(Schema.String),
   preferences: Schema.optional(CallPreferences),
   idempotency_key: Schema.String,
   /** The salt of the held id (`heldIdOf(principal, session, turn, call, salt)`); absent in logs of unsalted ids. */

@@ -5,6 +5,7 @@ import { JsonObject, JsonValue } from "./Json.js"
 import { CallPreferences } from "./Preferences.js"
 import { EvidenceRecord } from "./EvidenceTerm.js"
 import { OnBehalfOf } from "./IdentityBinding.js"
+import { ContinuationDigest } from "./Continuation.js"
 
 export { CallPreferences } from "./Preferences.js"
 
@@ -17,6 +18,8 @@ export const ProposePayload = Schema.Struct({
   tool: ToolName,
   args: JsonObject,
   continuation_ref: Schema.optional(Schema.String.pipe(Schema.maxLength(4096))),
+  /** The sha256 of a continuation the request carries beside its envelope, kept by the kernel and returned with the delivery (Continuation.ts). */
+  continuation_digest: Schema.optional(ContinuationDigest),
   preferences: Schema.optional(CallPreferences),
   /** Proposes this call as a dependency of an open held call (nested hold): the parent waits for it to end. */
   parent_held_id: Schema.optional(HeldId),

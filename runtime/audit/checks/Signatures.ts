@@ -49,7 +49,7 @@ const mismatchOf = (heldId: string, e: HeldEvent, p: Envelope["payload"]): strin
       // The digest is the event's own: only the signed payload says what was proposed.
       if (e.tool !== p["tool"]) return `tool ${JSON.stringify(e.tool)} is not the signed proposal's ${JSON.stringify(p["tool"])}`
       if (canonicalize(e.args) !== canonicalize(p["args"] ?? null)) return "args are not the signed proposal's args"
-      return differs("principal", e.principal, p["principal"]) ?? differs("session_id", e.session_id, p["session_id"]) ?? differs("turn_id", e.turn_id, p["turn_id"]) ?? differs("call_id", e.call_id, p["call_id"])
+      return differs("principal", e.principal, p["principal"]) ?? differs("session_id", e.session_id, p["session_id"]) ?? differs("turn_id", e.turn_id, p["turn_id"]) ?? differs("call_id", e.call_id, p["call_id"]) ?? differs("continuation_digest", e.continuation_digest, p["continuation_digest"])
     }
     case "attestation.accepted":
     case "attestation.rejected": {

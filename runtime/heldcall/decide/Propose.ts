@@ -84,6 +84,7 @@ export const proposedEvent = (o: {
     args: p.args,
     call_digest: o.digest,
     ...(p.continuation_ref !== undefined ? { continuation_ref: p.continuation_ref } : {}),
+    ...(p.continuation_digest !== undefined ? { continuation_digest: p.continuation_digest } : {}),
     ...(p.preferences !== undefined ? { preferences: p.preferences } : {}),
     ...(o.parent !== undefined ? { parent_held_id: o.parent.parent_held_id, ...(o.parent.ancestors !== undefined ? { ancestors: o.parent.ancestors } : {}) } : {}),
     idempotency_key: `${o.heldId}:g${o.generation}`,

@@ -17,9 +17,17 @@ export interface HeldInterrupt {
  * the kernel's result once a witness has attested, and interrupts again while none has.
  * `waitMs`: how long a resumed node waits for a release in flight before interrupting again.
  */
-export const governedStep = async (client: WitnessClient, ids: CallIds, tool: string, args: JsonObject, waitMs = 2_000): Promise<GovernedOutcome> => {
+export const governedStep = async (
+  client: WitnessClient,
+  ids: CallIds,
+  tool: string,
+  args: JsonObject,
+  waitMs = 2_000,
+  /** The graph's checkpoint for this step (at most 64 KiB): the kernel keeps it and returns it with the result. */
+  continuation?: Uint8Array
+): Promise<GovernedOutcome & { readonly continuation?: Uint8Array }> => {
   for (let resumed = 0; ; resumed++) {
-    const outcome = await governedCall(client, ids, tool, args, resumed === 0 ? 0 : waitMs)
+    const outcome = await governedCall(client, ids, tool, args, resumed === 0 ? 0 : waitMs, continuation)
     if (outcome.status !== "held") return outcome
     // Throws (the graph parks here) unless this is a resumed run: then it returns the resume value, ignored.
     interrupt<HeldInterrupt, unknown>({ held_id: outcome.held_id, summary: outcome.summary })

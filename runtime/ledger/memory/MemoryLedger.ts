@@ -9,6 +9,7 @@ import { layerMemoryWakes } from "./MemoryWakes.js"
 import { layerMemoryReevaluationProgressStore } from "./MemoryReevaluationProgressStore.js"
 import { layerMemoryStandingGrants } from "./MemoryStandingGrants.js"
 import { layerMemoryReadNonces } from "./MemoryReadNonces.js"
+import { layerMemoryContinuations } from "../ContinuationStore.js"
 
 /**
  * Every ledger port (ledger/LedgerPorts.ts) in memory, for tests of the loops with `it.effect`
@@ -25,5 +26,6 @@ export const layerMemoryLedger = Layer.mergeAll(
   layerMemoryToolClient,
   layerMemoryReevaluationProgressStore,
   layerMemoryStandingGrants,
-  layerMemoryReadNonces
+  layerMemoryReadNonces,
+  layerMemoryContinuations
 )
