@@ -3,7 +3,7 @@ import { Objm, type ObjectStore } from "@nats-io/obj"
 import { Context, Effect, Layer } from "effect"
 import { sha256Hex } from "../schema/Canonical.js"
 import { ContinuationBucket, continuationObject } from "../schema/Continuation.js"
-import { LedgerError } from "./LedgerError.js"
+import { LedgerError } from "../schema/LedgerError.js"
 import { Nats } from "./Nats.js"
 
 /**
