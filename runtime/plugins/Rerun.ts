@@ -1,5 +1,5 @@
 import { Effect, Either, Schema } from "effect"
-import { canonicalize, jcsDigest, sha256Hex } from "../schema/Canonical.js"
+import { canonicalize, sha256Hex } from "../schema/Canonical.js"
 import type { Decision } from "../schema/Events.js"
 import type { JsonValue } from "../schema/Json.js"
 import { type HostValue, replayHostHandler } from "./HostEnv.js"
@@ -120,7 +120,9 @@ export const rerunDecision = (
     const { stage } = out.right
     const input = options.input ?? (out.right.input as JsonValue | undefined)
     if (input === undefined) return yield* Effect.fail(fail("no input: pass the stage input for admission decisions"))
-    if (jcsDigest(input) !== decision.input_digest) return yield* Effect.fail(fail(`the input digests to ${jcsDigest(input)}, the decision records ${decision.input_digest ?? "(none)"}`))
+    const inputText = canonicalize(input)
+    const inputDigest = sha256Hex(inputText)
+    if (inputDigest !== decision.input_digest) return yield* Effect.fail(fail(`the input digests to ${inputDigest}, the decision records ${decision.input_digest ?? "(none)"}`))
     const recordedHost = Schema.decodeUnknownEither(Schema.Array(HostValueJson))(decision.host_values ?? [])
     if (Either.isLeft(recordedHost)) return yield* Effect.fail(fail("host_values are malformed"))
     const pages = options.memory_max_pages ?? PinDefaults.memory_max_pages
@@ -132,7 +134,7 @@ export const rerunDecision = (
     const runnerKey = `${digest}|${pages}|${options.isolation ?? "auto"}|${stage}`
     const runner: Runner = yield* Effect.tryPromise({ try: () => (session !== undefined ? session.runner(runnerKey, start) : start()), catch: (e) => fail(String(e)) })
     const raw = yield* Effect.promise(() =>
-      runner.call(stage, new TextEncoder().encode(canonicalize(input)), options.timeout_ms ?? PinDefaults.timeout_ms, replayHostHandler(recordedHost.right as ReadonlyArray<HostValue>))
+      runner.call(stage, new TextEncoder().encode(inputText), options.timeout_ms ?? PinDefaults.timeout_ms, replayHostHandler(recordedHost.right as ReadonlyArray<HostValue>))
     ).pipe(Effect.ensuring(session !== undefined ? Effect.void : Effect.promise(() => runner.close())))
     const recorded: JsonValue = out.right.fault !== undefined ? { fault: out.right.fault } : { result: (out.right.result ?? null) as JsonValue }
     let rerun: JsonValue

@@ -3,7 +3,7 @@ import { makeRerunSession, rerunDecision, type RerunResult } from "../../plugins
 import type { RerunError } from "../../plugins/PluginError.js"
 import { pluginBy } from "../../plugins/Pipeline.js"
 import { resolvePin, type PluginPin } from "../../schema/PluginPin.js"
-import { canonicalize, jcsDigest } from "../../schema/Canonical.js"
+import { canonicalize, sha256Hex } from "../../schema/Canonical.js"
 import type { Decision, HeldEvent } from "../../schema/Events.js"
 import type { JsonValue } from "../../schema/Json.js"
 import type { AuditError } from "../AuditError.js"
@@ -32,11 +32,29 @@ const admitInput = (s: Step, pin: PluginPin, inputDigest: string | undefined): J
   const result: JsonValue = f.effect.ok ? ((f.effect.result ?? null) as JsonValue) : { error: f.effect.error ?? "tool failed" }
   const base = { stage: "admit", principal: f.spec.principal, tool: f.spec.tool, args: f.spec.args, result, config: resolvePin(pin).config }
   const at = Date.parse(s.event.at)
+  if (!Number.isFinite(at)) return undefined
+  // JCS of the input is the same text for every candidate clock but the number after `"now":`:
+  // the rest is canonicalized once, and each candidate costs one sha256.
+  const [head, tail] = canonicalSplitAt(base, "now")
   for (let now = at; now >= at - AdmitClockSearchMs; now--) {
-    const input = { ...base, now }
-    if (jcsDigest(input) === inputDigest) return input
+    if (sha256Hex(`${head}${now}${tail}`) === inputDigest) return { ...base, now }
   }
   return undefined
+}
+
+/**
+ * The JCS text of `{...value, [key]: x}` for any number x, as the text before and after x: the
+ * top-level members sort by key (RFC 8785 3.2.3, UTF-16 code units), so `key` goes between
+ * the members whose keys sort before it and those after.
+ */
+export const canonicalSplitAt = (value: Readonly<Record<string, unknown>>, key: string): readonly [string, string] => {
+  const members = Object.keys(value)
+    .filter((k) => k !== key && value[k] !== undefined)
+    .sort()
+    .map((k) => [k, `${JSON.stringify(k)}:${canonicalize(value[k])}`] as const)
+  const before = members.filter(([k]) => k < key).map(([, m]) => m)
+  const after = members.filter(([k]) => k > key).map(([, m]) => m)
+  return [`{${[...before, `${JSON.stringify(key)}:`].join(",")}`, `${after.length > 0 ? "," : ""}${after.join(",")}}`]
 }
 
 /**
@@ -93,7 +111,8 @@ export const rerunPlugins = (
           const limits = pin === undefined ? {} : { timeout_ms: resolvePin(pin).timeout_ms, memory_max_pages: resolvePin(pin).memory_max_pages, isolation: resolvePin(pin).isolation }
           if (pin === undefined) c.unsure([s.seq], `${d.by}: no policy record for its epoch; re-run with default limits`)
           // Everything a re-run depends on: the same key gives the same outcome, so it runs once.
-          const key = [d.digest, d.input_digest ?? "", canonicalize(d.output ?? null), canonicalize(d.host_values ?? []), input === undefined ? "" : canonicalize(input), canonicalize(limits)].join("\u0000")
+          // An admission input was rebuilt to hash to `input_digest`, which the key holds already.
+          const key = [d.digest, d.input_digest ?? "", canonicalize(d.output ?? null), canonicalize(d.host_values ?? []), input === undefined ? "-" : "+", canonicalize(limits)].join("\u0000")
           let r = runs.get(key)
           if (r === undefined) {
             r = yield* Effect.either(rerunDecision(wasm.bytes, d, { ...limits, session, ...(input !== undefined ? { input } : {}) }))
