@@ -49,13 +49,17 @@ export interface RunningNats {
   readonly stop: () => Promise<void>
 }
 
-/** Starts nats-server from a config file with its own store directory; resolves once it accepts clients. */
-export const startNatsServer = async (opts: { config: string; storeDir: string; port?: number; binary?: string; extraArgs?: ReadonlyArray<string> }): Promise<RunningNats> => {
+/**
+ * Starts nats-server from a config file with its own store directory; resolves once it accepts
+ * clients. `storeDirInConfig`: the config names the store itself (`store_dir`), so `-sd` is left
+ * out (nats-server refuses both, and reloads only a config that names it: LocalNatsUsers.ts).
+ */
+export const startNatsServer = async (opts: { config: string; storeDir: string; port?: number; binary?: string; extraArgs?: ReadonlyArray<string>; storeDirInConfig?: boolean }): Promise<RunningNats> => {
   const binary = opts.binary ?? findNatsServer()
   if (binary === null) throw new Error(MissingNatsServer)
   const port = opts.port ?? (await freePort())
   mkdirSync(opts.storeDir, { recursive: true })
-  const child = spawn(binary, ["-c", opts.config, "-p", String(port), "-sd", opts.storeDir, ...(opts.extraArgs ?? [])], { stdio: ["ignore", "pipe", "pipe"] })
+  const child = spawn(binary, ["-c", opts.config, "-p", String(port), ...(opts.storeDirInConfig === true ? [] : ["-sd", opts.storeDir]), ...(opts.extraArgs ?? [])], { stdio: ["ignore", "pipe", "pipe"] })
   let log = ""
   await new Promise<void>((resolve, reject) => {
     const onData = (d: Buffer) => {

@@ -18,7 +18,8 @@ import { MissingNatsServer, findNatsServer, portInUse, startNatsServer } from ".
 import { devCredentialsIn } from "./DevCredentials.js"
 import { lockStore } from "./StoreLock.js"
 import { globalSelection } from "./ContextSelection.js"
-import { defaultConfig, defaultDataDir, defaultProfiles, repoRoot } from "./Paths.js"
+import { defaultDataDir, defaultProfiles, repoRoot } from "./Paths.js"
+import { composeServerConfig, serverStoreDir } from "./LocalNatsUsers.js"
 
 const profilesOption = Options.text("profiles").pipe(Options.withDefault(defaultProfiles), Options.withDescription("profile file or directory of *.json profiles"))
 const noBank = Options.boolean("no-bank").pipe(Options.withDescription("do not start the demo bank tool service"))
@@ -213,7 +214,8 @@ export const startCommand = Command.make(
             )
           }
           const server = yield* Effect.acquireRelease(
-            Effect.tryPromise({ try: () => startNatsServer({ config: defaultConfig, storeDir: join(defaultDataDir, "nats"), port: p }), catch: (e) => e as Error }),
+            // nats.conf plus the users commands added for this store (wk mcp init): LocalNatsUsers.ts.
+            Effect.tryPromise({ try: () => startNatsServer({ config: composeServerConfig(defaultDataDir), storeDir: serverStoreDir(defaultDataDir), storeDirInConfig: true, port: p }), catch: (e) => e as Error }),
             (s) => Effect.promise(() => s.stop())
           )
           lock.serving(server.pid, server.url)
