@@ -36,7 +36,8 @@ export const activePolicy = (epoch: number, profiles: ReadonlyArray<Profile>): A
       const prev = principals.get(name)
       // A namespace named anywhere binds the principal (one is enough to make it dependent).
       const namespace = prev?.namespace ?? entry.namespace
-      principals.set(name, prev ? { keys: [...new Set([...prev.keys, ...entry.keys])], classes: [...new Set([...prev.classes, ...entry.classes])], ...(namespace !== undefined ? { namespace } : {}) } : entry)
+      const passkeys = prev ? mergePasskeys(prev.passkeys, entry.passkeys) : entry.passkeys
+      principals.set(name, prev ? { keys: [...new Set([...prev.keys, ...entry.keys])], classes: [...new Set([...prev.classes, ...entry.classes])], ...(passkeys !== undefined ? { passkeys } : {}), ...(namespace !== undefined ? { namespace } : {}) } : entry)
     }
     for (const [name, tools] of Object.entries(p.grants ?? {})) {
       const set = grants.get(name) ?? new Set<string>()
@@ -47,6 +48,14 @@ export const activePolicy = (epoch: number, profiles: ReadonlyArray<Profile>): A
     if (p.held_ttl_ms !== undefined) heldTtlMs = Math.min(heldTtlMs, p.held_ttl_ms)
   }
   return { epoch, digest: jcsDigest(profiles), profiles, principals, grants, rules: mergeRules(profiles), heldTtlMs, admins }
+}
+
+// Passkeys named by any profile, each credential (id and key) once.
+const mergePasskeys = (a: PrincipalEntry["passkeys"], b: PrincipalEntry["passkeys"]): PrincipalEntry["passkeys"] => {
+  if (a === undefined || b === undefined) return a ?? b
+  const out = [...a]
+  for (const p of b) if (!out.some((q) => q.id === p.id && q.public_key === p.public_key)) out.push(p)
+  return out
 }
 
 /** Each tool's rule across `profiles`, merged: the stricter threshold wins, contracts are joined (`joinRules`). */
@@ -131,10 +140,17 @@ const stricter = (a: ToolRule | undefined, b: ToolRule): ToolRule =>
 /** Classes a principal is registered with (empty when unknown). */
 export const classesOf = (policy: ActivePolicy, principal: string): ReadonlyArray<string> => policy.principals.get(principal)?.classes ?? []
 
+/** Every key a principal signs with: its ed25519 keys and its passkeys' COSE public keys (an envelope's `key`). */
+export const keysOf = (policy: ActivePolicy, principal: string): ReadonlyArray<string> => {
+  const entry = policy.principals.get(principal)
+  if (entry === undefined) return []
+  return entry.passkeys === undefined || entry.passkeys.length === 0 ? entry.keys : [...entry.keys, ...entry.passkeys.map((p) => p.public_key)]
+}
+
 /** The policy's principals as the pure core sees them: classes, keys, and who is registered. */
 export const registryOf = (policy: ActivePolicy): WitnessRegistry => ({
   classesOf: (p) => classesOf(policy, p),
-  keysOf: (p) => policy.principals.get(p)?.keys ?? [],
+  keysOf: (p) => keysOf(policy, p),
   principals: () => [...policy.principals.keys()],
   namespaceOf: (p) => policy.principals.get(p)?.namespace
 })

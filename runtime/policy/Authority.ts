@@ -1,6 +1,7 @@
 import { canonicalize } from "../schema/Canonical.js"
 import type { EvidenceTerm } from "../schema/EvidenceTerm.js"
-import { isReservedTool, type ToolRule } from "../schema/Profile.js"
+import { isReservedTool, type PrincipalEntry, type ToolRule } from "../schema/Profile.js"
+import type { PasskeyEntry } from "../schema/Passkey.js"
 import { routeAdmits, type WitnessContract } from "../schema/WitnessContract.js"
 import { classesOf as ruleClasses, principalsOf as rulePrincipals } from "../heldcall/WitnessRuleEval.js"
 import type { ActivePolicy } from "./ActivePolicy.js"
@@ -67,7 +68,20 @@ const vetoClassesIn = (v: unknown): ReadonlyArray<string> => {
   return Object.entries(v).flatMap(([k, x]) => (k === "veto" && Array.isArray(x) ? x.filter((c): c is string => typeof c === "string") : vetoClassesIn(x)))
 }
 
+// A principal with no key and no passkey signs nothing: no contract counts it.
+const signs = (entry: PrincipalEntry): boolean => entry.keys.length > 0 || (entry.passkeys ?? []).length > 0
+
 const termParts = (t: EvidenceTerm): string => canonicalize({ kind: t.kind, params: t.params ?? null, expect: t.expect })
+
+/**
+ * A passkey's power: signing with that credential, as registered (its key, algorithm, rp id and
+ * origin; a passkey whose key or origin changes is a new power, and so a widening).
+ */
+const passkeyPower = (pk: PasskeyEntry): string => `passkey:${pk.id}\u0000${canonicalize({ public_key: pk.public_key, alg: pk.alg, rp_id: pk.rp_id, origin: pk.origin })}`
+
+/** Whether a registry entry holds a passkey exactly as registered (same credential, key, rp id and origin). */
+export const passkeyHeld = (entry: { readonly passkeys?: ReadonlyArray<PasskeyEntry> | undefined }, pk: PasskeyEntry): boolean =>
+  (entry.passkeys ?? []).some((q) => passkeyPower(q) === passkeyPower(pk))
 
 /** Every power of every principal (and of the policy itself) under `policy`. */
 export const authorityOf = (policy: ActivePolicy): Authority => {
@@ -82,13 +96,14 @@ export const authorityOf = (policy: ActivePolicy): Authority => {
   for (const [name, entry] of policy.principals) {
     give(name, "registered", { field: `principals.${name}`, what: `principal '${name}' is registered` })
     for (const k of entry.keys) give(name, `key:${k}`, { field: `principals.${name}.keys`, what: `signs with key ${k}` })
+    for (const pk of entry.passkeys ?? []) give(name, passkeyPower(pk), { field: `principals.${name}.passkeys`, what: `signs attestations with passkey ${pk.id} (${pk.origin})` })
     for (const c of entry.classes) give(name, `class:${c}`, { field: `principals.${name}.classes`, what: `acts as class '${c}' (any contract naming it counts it)` })
   }
   for (const [name, granted] of policy.grants) for (const t of granted) give(name, `propose:${t}`, { field: `grants.${name}`, what: `'${t}' is granted` })
   // A plugin's contracts are in its config: a veto class named there protects like a rule's.
   const pluginVetoes = new Set(policy.profiles.flatMap((p) => (p.plugins ?? []).flatMap((pin) => vetoClassesIn(pin.config))))
   for (const [name, entry] of policy.principals)
-    if (entry.keys.length > 0)
+    if (signs(entry))
       for (const c of entry.classes.filter((c) => pluginVetoes.has(c)))
         give(name, `veto:plugin:${c}`, { field: `principals.${name}.classes`, what: `vetoes the calls a plugin holds with a '${c}' veto`, role: "protects" })
   // A binding lets whoever holds such a token act as the principal (the MCP endpoint signs for it).
@@ -104,17 +119,18 @@ export const authorityOf = (policy: ActivePolicy): Authority => {
     const approverNames = new Set(approverRules.flatMap(rulePrincipals))
     const veto = new Set(contract.veto ?? [])
     for (const [name, entry] of policy.principals) {
-      if (entry.keys.length === 0) continue
+      if (!signs(entry)) continue
       const as = entry.classes.filter((c) => approverClasses.has(c))
       if (as.length > 0 || approverNames.has(name)) {
         const how = as.length > 0 ? `as ${as.join(", ")}` : "by name"
         give(name, `approve:${tool}`, { field, what: `its approval counts for ${tool} (${how})`, role: "describes" })
         // An edit is a new proposal of the editor's: only an approver may make one, never of a kernel tool.
-        if (!isReservedTool(tool)) give(name, `edit:${tool}`, { field, what: `edits held ${tool} calls` })
-        give(name, `standing:${tool}`, { field, what: `signs standing approvals of ${tool} calls`, role: "describes" })
+        // A passkey signs attestations only: edits, standing approvals and extensions need an ed25519 key.
+        if (!isReservedTool(tool) && entry.keys.length > 0) give(name, `edit:${tool}`, { field, what: `edits held ${tool} calls` })
+        if (entry.keys.length > 0) give(name, `standing:${tool}`, { field, what: `signs standing approvals of ${tool} calls`, role: "describes" })
       }
       // Extending a held call's expiry is open to every witness the contract admits, vetoes included.
-      if (as.length > 0 || approverNames.has(name) || entry.classes.some((c) => veto.has(c)))
+      if (entry.keys.length > 0 && (as.length > 0 || approverNames.has(name) || entry.classes.some((c) => veto.has(c))))
         give(name, `extend:${tool}`, { field, what: `extends held ${tool} calls`, role: "describes" })
       for (const c of entry.classes.filter((c) => veto.has(c)))
         give(name, `veto:${tool}`, { field: `${field}.veto`, what: `vetoes ${tool} calls (class '${c}')`, role: "protects" })
@@ -156,7 +172,7 @@ export const powerWidenings = (before: Authority, after: Authority): ReadonlyArr
 }
 
 // A holder's powers in the order people read them: who it is, how it signs, what it is, then what it may do.
-const Rank = ["registered", "key:", "class:", "propose:", "admin"]
+const Rank = ["registered", "key:", "passkey:", "class:", "propose:", "admin"]
 const rankOf = (key: string) => {
   const i = Rank.findIndex((r) => key.startsWith(r))
   return i === -1 ? Rank.length : i
@@ -167,6 +183,7 @@ const byRank = ([x]: readonly [string, Power], [y]: readonly [string, Power]) =>
 const gainedMessage = (holder: string, key: string, p: Power, who: string): string => {
   if (key === "registered") return `principal '${holder}' is added`
   if (key.startsWith("key:")) return `key ${key.slice(4)} is added`
+  if (key.startsWith("passkey:")) return `passkey ${key.slice(8).split("\u0000")[0]} is added`
   if (key.startsWith("class:")) return `class '${key.slice(6)}' is added`
   if (key.startsWith("propose:")) return p.what
   if (key === "admin") return `admin '${holder}' is added`

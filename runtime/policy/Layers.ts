@@ -8,7 +8,7 @@ import { canonicalize } from "../schema/Canonical.js"
 import { activePolicy, isNarrowingProfile, tiersOf, type ActivePolicy } from "./ActivePolicy.js"
 import { DefaultContract } from "./RuleAdjudicator.js"
 import { layerPreferences } from "./Preferences.js"
-import { authorityOf, powerWidenings } from "./Authority.js"
+import { authorityOf, passkeyHeld, powerWidenings } from "./Authority.js"
 
 /**
  * Layer validation and widening detection. Pure: no I/O.
@@ -233,6 +233,7 @@ const layerWidenings = (base: ReadonlyArray<Profile>, p: Profile): ReadonlyArray
       continue
     }
     for (const k of entry.keys) if (!had.keys.includes(k)) out.push({ field: `principals.${name}.keys`, message: `key ${k} is not registered by ${by}` })
+    for (const pk of entry.passkeys ?? []) if (!passkeyHeld(had, pk)) out.push({ field: `principals.${name}.passkeys`, message: `passkey ${pk.id} is not registered by ${by}` })
     for (const c of entry.classes) if (!had.classes.includes(c)) out.push({ field: `principals.${name}.classes`, message: `class '${c}' is not given by ${by}` })
   }
   for (const admin of p.admins ?? []) if (!b.admins.has(admin)) out.push({ field: "admins", message: `admin '${admin}' is not an admin of ${by}` })

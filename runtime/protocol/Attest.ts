@@ -3,9 +3,11 @@ import { HeldCalls } from "../loops/HeldCalls.js"
 import { AttestPayload } from "../schema/Requests.js"
 import { callTrace, CurrentTrace, linkTo, tracingEnabled, withSpan } from "../observability/Tracing.js"
 import { signedRequest } from "./Request.js"
+import { takePasskeyCounter } from "./PasskeyCounter.js"
 
 /**
- * `wk.v1.held.attest`: records the attestation (accepted or rejected, both as events;
+ * `wk.v1.held.attest`: records the attestation (signed by an ed25519 key or a passkey, whose
+ * signature counter must count up: PasskeyCounter.ts) (accepted or rejected, both as events;
  * heldcall/decide/Attest.ts) and never waits for execution. Traced, what the attestation does
  * to the call (and the release it may start) is a `wk.attestation` span in the call's trace,
  * linked to the witness's `wk.attest` span.
@@ -13,6 +15,7 @@ import { signedRequest } from "./Request.js"
 export const attest = (data: Uint8Array) =>
   Effect.gen(function* () {
     const { payload, envelope, policy } = yield* signedRequest(data, "attest", AttestPayload)
+    yield* takePasskeyCounter(envelope)
     const handled = (yield* HeldCalls).handle(payload.held_id, { _tag: "Attest", payload, envelope }, { policy })
     if (!tracingEnabled()) return (yield* handled).reply
     const witness = yield* FiberRef.get(CurrentTrace)

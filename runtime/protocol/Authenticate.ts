@@ -3,6 +3,7 @@ import type { Envelope } from "../schema/Envelope.js"
 import { envelopeSignatureValid } from "./internal/body.mjs"
 import type { ActivePolicy } from "../policy/ActivePolicy.js"
 import { unauthenticated, type Reply } from "./Replies.js"
+import { authenticatePasskey } from "./AuthenticatePasskey.js"
 
 /**
  * Checks a signed envelope: `op` matches the subject, `key` is registered to
@@ -16,6 +17,7 @@ export const authenticate = (env: Envelope, op: string, policy: ActivePolicy, ve
   if (typeof principal !== "string") return Either.left(unauthenticated("payload.principal is missing"))
   const entry = policy.principals.get(principal)
   if (entry === undefined) return Either.left(unauthenticated(`principal '${principal}' is not registered`))
+  if (env.webauthn !== undefined) return authenticatePasskey(env, op, entry)
   if (!entry.keys.includes(env.key)) return Either.left(unauthenticated(`key is not registered to principal '${principal}'`))
   return verified() ? Either.right(env) : Either.left(unauthenticated("signature does not verify over the JCS of payload"))
 }

@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { IdentityBinding } from "./IdentityBinding.js"
+import { PasskeyEntry } from "./Passkey.js"
 import { PluginPin } from "./PluginPin.js"
 import { Preferences } from "./Preferences.js"
 import { PresentationTemplate } from "./PresentationTemplate.js"
@@ -44,6 +45,8 @@ const ProfilePin = PluginPin.pipe(
 export const PrincipalEntry = Schema.Struct({
   keys: Schema.Array(Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9+/]{43}=$/, { message: () => "expected a base64 ed25519 public key (32 bytes)" }))),
   classes: Schema.Array(Schema.String.pipe(Schema.minLength(1))),
+  /** WebAuthn credentials (passkeys) the principal signs attestations with, besides its ed25519 keys. */
+  passkeys: Schema.optional(Schema.Array(PasskeyEntry)),
   /**
    * The session namespace the principal acts in (`alice`: its sessions are `alice.*`, as its
    * confined NATS user). A witness in a call's session namespace, or in its proposer's, is not

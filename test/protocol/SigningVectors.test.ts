@@ -4,12 +4,15 @@ import { join } from "node:path"
 import nacl from "tweetnacl"
 import canonicalizeLib from "canonicalize"
 import { envelopeSignatureValid } from "../../runtime/schema/EnvelopeSignature.js"
-import { signingVectors, type SigningVector } from "./signingVectors.js"
+import { createHash, createPrivateKey, createPublicKey, verify } from "node:crypto"
+import { passkeyChallenge, verifyPasskeyAssertion } from "../../runtime/schema/PasskeyAssertion.js"
+import type { Envelope } from "../../runtime/schema/Envelope.js"
+import { passkeyVectors, signingVectors, type PasskeyVector, type SigningVector } from "./signingVectors.js"
 
 // docs/signing-vectors.json is what a client in another language checks itself against. These
 // tests keep it equal to what the kernel's own code computes, and check each vector by a second
 // route (tweetnacl, the `canonicalize` package), so the file can neither drift nor be wrong.
-const file = JSON.parse(readFileSync(join(import.meta.dirname, "..", "..", "docs", "signing-vectors.json"), "utf8")) as { format: string; vectors: Array<SigningVector> }
+const file = JSON.parse(readFileSync(join(import.meta.dirname, "..", "..", "docs", "signing-vectors.json"), "utf8")) as { format: string; vectors: Array<SigningVector>; passkey_vectors: Array<PasskeyVector> }
 
 describe("docs/signing-vectors.json", () => {
   it("is what the kernel's code computes today (regenerate: npx tsx test/protocol/writeSigningVectors.ts)", () => {
@@ -34,5 +37,30 @@ describe("docs/signing-vectors.json", () => {
     const kp = nacl.sign.keyPair.fromSeed(new Uint8Array(Buffer.from(v.seed, "base64")))
     const wrong = Buffer.from(nacl.sign.detached(Buffer.from(JSON.stringify(v.payload), "utf8"), kp.secretKey)).toString("base64")
     expect(envelopeSignatureValid({ payload: v.payload as never, key: v.key, sig: wrong })).toBe(false)
+  })
+
+  it("passkey vectors are what the kernel's code computes today", () => {
+    expect(file.passkey_vectors).toEqual(JSON.parse(JSON.stringify(passkeyVectors())))
+  })
+
+  it.each(file.passkey_vectors.map((v) => [v.name, v] as const))("%s: challenge, authenticatorData, signed bytes and signature check out by a second route", (_name, v) => {
+    const sha = (b: string | Buffer) => createHash("sha256").update(b).digest()
+    expect(canonicalizeLib(v.payload)).toBe(v.jcs)
+    expect(sha(v.jcs).toString("base64url")).toBe(v.challenge)
+    expect(passkeyChallenge(v.payload)).toBe(v.challenge)
+    expect(JSON.parse(v.client_data_json_text)).toEqual({ type: "webauthn.get", challenge: v.challenge, origin: v.origin, crossOrigin: false })
+    const auth = Buffer.from(v.authenticator_data_hex, "hex")
+    expect(auth.subarray(0, 32).equals(sha(v.rp_id))).toBe(true)
+    expect(auth[32]! & 0x05).toBe(0x05)
+    expect(auth.readUInt32BE(33)).toBe(v.counter)
+    expect(Buffer.concat([auth, sha(v.client_data_json_text)]).toString("hex")).toBe(v.signed_data_hex)
+    // The private key's public half verifies the signature without the kernel's COSE decoding.
+    const pub = createPublicKey(createPrivateKey({ key: Buffer.from(v.private_key_pkcs8, "base64"), format: "der", type: "pkcs8" }))
+    const signed = Buffer.from(v.signed_data_hex, "hex")
+    const sig = Buffer.from(v.sig, "base64")
+    expect(v.alg === -7 ? verify("sha256", signed, { key: pub, dsaEncoding: "der" }, sig) : verify(null, signed, pub, sig)).toBe(true)
+    expect(verifyPasskeyAssertion(v.envelope as unknown as Envelope)).toMatchObject({ ok: true, assertion: { counter: v.counter, origin: v.origin } })
+    // The same assertion over a payload of another generation does not verify.
+    expect(verifyPasskeyAssertion({ ...(v.envelope as unknown as Envelope), payload: { ...v.payload, generation: 2 } as never }).ok).toBe(false)
   })
 })

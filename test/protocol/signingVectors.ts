@@ -1,7 +1,9 @@
-import { createHash } from "node:crypto"
+import { createHash, createPrivateKey, sign } from "node:crypto"
 import nacl from "tweetnacl"
 import { callDigest, canonicalize, heldIdOf, jcsDigest } from "../../runtime/schema/Canonical.js"
 import { signEnvelope } from "../../runtime/schema/EnvelopeSignature.js"
+import { passkeyChallenge } from "../../runtime/schema/PasskeyAssertion.js"
+import { authenticatorData, coseOf } from "../support/SoftPasskey.js"
 
 /**
  * Signing test vectors for clients in any language (docs/signing-vectors.json), built with the
@@ -99,4 +101,96 @@ export const signingVectors = (): ReadonlyArray<SigningVector> => [
     tool: "strings",
     args: { "b": "quote \" backslash \\ newline \n tab \t", "a": "é ü ß 日本", "\u20ac": "euro key", "\ud83d\ude00": "emoji key (sorted by UTF-16 code units)", "A": "\u0000 \u001f \u007f", "nested": { "z": [], "y": {}, "x": [true, false, null] } }
   })
+]
+
+/**
+ * A passkey's attestation (docs/protocol.md, "Passkey attestations"): everything another
+ * language needs to check one, the private key included so it can make its own. `sig` is over
+ * `signed_data_hex` (authenticatorData || sha256(clientDataJSON)).
+ */
+export interface PasskeyVector {
+  readonly name: string
+  readonly alg: -7 | -8
+  /** The credential's private key, PKCS#8 DER, base64 (test material only). */
+  readonly private_key_pkcs8: string
+  /** The COSE_Key of the public key, standard base64: the envelope's `key` and the registry's `public_key`. */
+  readonly public_key: string
+  readonly credential_id: string
+  readonly rp_id: string
+  readonly origin: string
+  readonly payload: Record<string, unknown>
+  readonly jcs: string
+  /** base64url (no padding) of sha256 over the JCS bytes: clientDataJSON's `challenge`. */
+  readonly challenge: string
+  readonly client_data_json_text: string
+  /** authenticatorData, hex: sha256(rp_id), flags (0x05: UP and UV), the counter (4 bytes, big-endian). */
+  readonly authenticator_data_hex: string
+  readonly counter: number
+  readonly signed_data_hex: string
+  /** The signature, standard base64: the envelope's `sig` (ES256: ASN.1 DER ECDSA; Ed25519: 64 bytes). */
+  readonly sig: string
+  /** The envelope as sent on `wk.v1.held.attest` and recorded in `attestation.accepted`. */
+  readonly envelope: Record<string, unknown>
+}
+
+// ECDSA signatures are randomized: the ES256 vector's signature was made once by this code and is
+// kept; the test checks it verifies. Ed25519 signatures are deterministic and are made each time.
+const Es256Signature = "MEUCIQCWpuO9xGeRvPUDlGWP5ycpqUTwjX86w8NAu95fXPnUzgIgODHr7ScdxmFAjW3PNRnRUyca9tA/KNDmJrBqXiuUYfE="
+
+const Pkcs8Prefix = { [-7]: "3041020100301306072a8648ce3d020106082a8648ce3d030107042730250201010420", [-8]: "302e020100300506032b657004220420" } as const
+
+const passkeyVector = (name: string, alg: -7 | -8, payload: Record<string, unknown>, es256Sig?: string): PasskeyVector => {
+  const seed = seedOf(name)
+  const der = Buffer.concat([Buffer.from(Pkcs8Prefix[alg], "hex"), seed])
+  const privateKey = createPrivateKey({ key: der, format: "der", type: "pkcs8" })
+  const public_key = coseOf(privateKey.export({ format: "jwk" }) as { x?: string; y?: string }, alg)
+  const origin = "http://localhost:8080"
+  const rp_id = "localhost"
+  const counter = 7
+  const jcs = canonicalize(payload)
+  const challenge = passkeyChallenge(payload)
+  const client_data_json_text = JSON.stringify({ type: "webauthn.get", challenge, origin, crossOrigin: false })
+  const authData = authenticatorData(rp_id, true, counter)
+  const signed = Buffer.concat([authData, createHash("sha256").update(client_data_json_text).digest()])
+  const sig = alg === -8 ? sign(null, signed, privateKey).toString("base64") : (es256Sig ?? sign("sha256", signed, { key: privateKey, dsaEncoding: "der" }).toString("base64"))
+  const credential_id = createHash("sha256").update(public_key).digest().subarray(0, 16).toString("base64url")
+  return {
+    name,
+    alg,
+    private_key_pkcs8: der.toString("base64"),
+    public_key,
+    credential_id,
+    rp_id,
+    origin,
+    payload,
+    jcs,
+    challenge,
+    client_data_json_text,
+    authenticator_data_hex: authData.toString("hex"),
+    counter,
+    signed_data_hex: signed.toString("hex"),
+    sig,
+    envelope: { payload, key: public_key, sig, webauthn: { credential_id, authenticator_data: authData.toString("base64url"), client_data_json: Buffer.from(client_data_json_text).toString("base64url") } }
+  }
+}
+
+const passkeyAttestation = {
+  op: "attest",
+  principal: "user:carol",
+  held_id: "h_0123456789abcdef0123456789abcdef",
+  generation: 1,
+  call_digest: "5f1c1bb0c2b5b2b1f0f3c1d9a4b6e8a2c3d4e5f60718293a4b5c6d7e8f901234",
+  contract_digest: "0a1b2c3d4e5f60718293a4b5c6d7e8f9a0b1c2d3e4f5061728394a5b6c7d8e9f",
+  presentation_digest: "9f8e7d6c5b4a39281706f5e4d3c2b1a09f8e7d6c5b4a39281706f5e4d3c2b1a0",
+  class: "human",
+  decision: "approve",
+  nonce: "n-0003",
+  issued_at: "2026-01-01T00:00:00.000Z",
+  expires_at: "2026-01-01T00:10:00.000Z"
+}
+
+/** Every passkey vector, in a fixed order (`es256Sig` null: a fresh ES256 signature). */
+export const passkeyVectors = (es256Sig: string | null = Es256Signature): ReadonlyArray<PasskeyVector> => [
+  passkeyVector("a passkey attestation (ES256)", -7, passkeyAttestation, es256Sig ?? undefined),
+  passkeyVector("a passkey attestation (Ed25519)", -8, { ...passkeyAttestation, nonce: "n-0004" })
 ]

@@ -1,7 +1,7 @@
 import { countingApprovals, mayDispatch, vetoOf, type ReconcileContext } from "../../heldcall/Reconciler.js"
 import { satisfies } from "../../heldcall/WitnessRuleEval.js"
 import { unmetEvidenceTerms } from "../../heldcall/Counting.js"
-import { classesOf } from "../../policy/ActivePolicy.js"
+import { classesOf, keysOf } from "../../policy/ActivePolicy.js"
 import type { HeldCallFacts } from "../../schema/Facts.js"
 import { collector, type HeldCheck } from "./Check.js"
 
@@ -64,7 +64,7 @@ export const effectSafety: HeldCheck = {
             now: Date.parse(event.at),
             policyEpoch: event.policy_epoch,
             classesOf: (p) => (epoch ? classesOf(epoch.policy, p) : claimed(p).map((e) => e.class)),
-            keysOf: (p) => (epoch ? (epoch.policy.principals.get(p)?.keys ?? []) : claimed(p).map((e) => e.key)),
+            keysOf: (p) => (epoch ? keysOf(epoch.policy, p) : claimed(p).map((e) => e.key)),
             principals: () => (epoch ? [...epoch.policy.principals.keys()] : [...new Set(before.evidence.map((e) => e.witness))]),
             ...(epoch ? { namespaceOf: (p: string) => epoch.policy.principals.get(p)?.namespace } : {})
           }

@@ -1,4 +1,5 @@
 import { adjudicatePolicyChange, PolicyApplyTool } from "../../policy/PolicyChange.js"
+import { keysOf } from "../../policy/ActivePolicy.js"
 import { collector, type HeldCheck } from "./Check.js"
 
 /**
@@ -51,7 +52,7 @@ export const policyAuthority: HeldCheck = {
           e.decision === "approve" &&
           e.witness !== proposer &&
           inForce.policy.admins.has(e.witness) &&
-          (inForce.policy.principals.get(e.witness)?.keys.includes(e.key) ?? false)
+          keysOf(inForce.policy, e.witness).includes(e.key)
       )
       if (seconds.length === 0) {
         c.fail(seqs, `widening applied without a second admin: ${proposer}'s change (${decided.reasons[0]?.reason ?? "widens policy"}) was dispatched with no valid approval from another policy admin (epoch ${inForce.epoch})`)

@@ -1,4 +1,5 @@
 import { envelopeSignatureValid as verifySignature } from "../../schema/EnvelopeSignature.js"
+import { passkeyRegistered } from "../../schema/PasskeyAssertion.js"
 import { AttestBatchPayload, attestationOfBatch } from "../../schema/BatchAttestation.js"
 import { compileGuard } from "../internal/compileGuard.js"
 import { callDigest, canonicalize, heldIdOf, jcsDigest } from "../../schema/Canonical.js"
@@ -112,7 +113,9 @@ export const signatures: HeldCheck = {
         c.unsure([seq], `${event.type}: no policy record before seq ${seq}; cannot tell whether the key was registered to ${principal}`)
         continue
       }
-      const registered = (p: PolicyEpoch) => p.policy.principals.get(principal)?.keys.includes(env.key) ?? false
+      // A passkey's envelope is registered with its credential, origin and rp id (schema/PasskeyAssertion.ts).
+      const registered = (p: PolicyEpoch) =>
+        env.webauthn === undefined ? (p.policy.principals.get(principal)?.keys.includes(env.key) ?? false) : passkeyRegistered(p.policy.principals.get(principal)?.passkeys, env)
       if (!inForce.some(registered)) {
         const claimed = ctx.policy.around(event.at).filter(registered)
         c.fail([seq], claimed.length > 0

@@ -10,6 +10,7 @@ import { layerMemoryReevaluationProgressStore } from "./MemoryReevaluationProgre
 import { layerMemoryStandingGrants } from "./MemoryStandingGrants.js"
 import { layerMemoryReadNonces } from "./MemoryReadNonces.js"
 import { layerMemoryContinuations } from "../ContinuationStore.js"
+import { layerMemoryPasskeyCounters } from "./MemoryPasskeyCounters.js"
 
 /**
  * Every ledger port (ledger/LedgerPorts.ts) in memory, for tests of the loops with `it.effect`
@@ -27,5 +28,6 @@ export const layerMemoryLedger = Layer.mergeAll(
   layerMemoryReevaluationProgressStore,
   layerMemoryStandingGrants,
   layerMemoryReadNonces,
-  layerMemoryContinuations
+  layerMemoryContinuations,
+  layerMemoryPasskeyCounters
 )
