@@ -4,7 +4,7 @@ import type { KV } from "@nats-io/kv"
 import { createHash } from "node:crypto"
 import { counterAdvances } from "../schema/PasskeyAssertion.js"
 import { Nats } from "./Nats.js"
-import { LedgerError } from "./LedgerError.js"
+import { LedgerError } from "../schema/LedgerError.js"
 
 /** The KV bucket of passkeys' signature counters: one key per credential, its last counter and assertion. */
 export const PasskeyCounterBucket = "wk_passkey_counters"
