@@ -1,5 +1,5 @@
 import { Effect } from "effect"
-import { EventIds } from "../heldcall/EventIds.js"
+import { verdictEvents } from "../heldcall/plan/Verdict.js"
 import type { LedgerError } from "../schema/LedgerError.js"
 import { Outbox } from "../ledger/Outbox.js"
 import { wake, type Wakes } from "../ledger/Wakes.js"
@@ -9,13 +9,11 @@ import type { ActivePolicy } from "../policy/ActivePolicy.js"
 import { decideCall } from "../policy/CallDecision.js"
 import { effectivePreferences, redactArgs } from "../policy/Preferences.js"
 import { summaryOf, templateFor } from "../policy/PresentationTemplate.js"
-import { callDigest, contractDigest, jcsDigest } from "../schema/Canonical.js"
-import type { CallAdjudicated, CallDenied, CallHeld, CallRepresented, HeldEvent } from "../schema/Events.js"
+import type { HeldEvent } from "../schema/Events.js"
 import type { HeldCallFacts } from "../schema/Facts.js"
 import type { JsonObject } from "../schema/Json.js"
 import { foldUncommitted } from "../heldcall/Reducer.js"
 import { registryOf } from "../policy/ActivePolicy.js"
-import { eventOf } from "./Actions.js"
 import { standingApprovals } from "./StandingApprovals.js"
 
 /** The kernel's decision on a call's spec (runtime/policy/CallDecision.ts). */
@@ -32,75 +30,26 @@ export interface Adjudicated {
 }
 
 /**
- * The `adjudicate` action, in memory: the verdict for the current generation and policy epoch
- * as events (the plugins run in this process). The driver commits them with the events that
- * precede and follow them up to the next I/O, then runs `committed`.
+ * The `adjudicate` action: the policy's plugins run in this process and the core turns their
+ * verdict for the current generation and policy epoch into events (heldcall/plan/Verdict.ts).
+ * The driver commits them with the events that precede and follow them up to the next I/O, then
+ * runs `committed`.
  */
-export const adjudicate = (f: HeldCallFacts, policy: ActivePolicy) =>
+export const adjudicate = (f: HeldCallFacts, policy: ActivePolicy, now: number) =>
   Effect.gen(function* () {
-    const now = Date.now()
     const a = yield* decide(f, policy, now)
     const spec = f.spec!
-    const executedDigest = callDigest(a.executed.tool, a.executed.args)
-    const transformed = executedDigest !== spec.call_digest
-    // A generation presents one canonical call. When a re-adjudication changes it (a policy change
-    // made a transform produce another call), the proposal is re-presented as the next generation:
-    // witnesses are shown the new call, and no evidence about the old one can count.
-    const represent = f.executed !== null && f.executed.call_digest !== executedDigest
-    const generation = represent ? f.generation + 1 : f.generation
-    const base = { held_id: f.held_id, generation }
-    const digest = a.contract ? contractDigest(a.contract) : undefined
-    const events: Array<HeldEvent> = []
-    if (represent) {
-      events.push(
-        eventOf<typeof CallRepresented.Type>({
-          ...base,
-          type: "call.represented",
-          event_id: EventIds.represented(f.held_id, generation),
-          from_call_digest: f.executed!.call_digest,
-          call_digest: executedDigest,
-          policy_epoch: policy.epoch
-        })
-      )
-    }
-    events.push(
-      eventOf<typeof CallAdjudicated.Type>({
-        ...base,
-        type: "call.adjudicated",
-        event_id: EventIds.adjudicated(f.held_id, generation, policy.epoch),
-        verdict: a.verdict,
-        reasons: a.reasons,
-        policy_epoch: policy.epoch,
-        ...(a.contract ? { witness_contract: a.contract, contract_digest: digest } : {}),
-        ...(transformed ? { executed: { tool: a.executed.tool, args: a.executed.args, call_digest: executedDigest } } : {}),
-        decisions: a.decisions
-      })
-    )
-    if (a.verdict === "REQUIRE_WITNESS" && a.contract) {
-      const disclosure = effectivePreferences(policy, spec.principal, spec.preferences).disclosure ?? "exact"
-      const presentation = presentationOf(f, generation, a, executedDigest, disclosure, templateFor(policy.profiles, a.executed.tool))
-      const presentationDigest = jcsDigest(presentation)
-      // Witnesses are shown the call again whenever what they would be shown changed.
-      if (represent || !f.held || f.contract_digest !== digest || f.witness_request?.presentation_digest !== presentationDigest) {
-        events.push(
-          eventOf<typeof CallHeld.Type>({
-            ...base,
-            type: "call.held",
-            event_id: EventIds.held(f.held_id, generation, digest!, presentationDigest),
-            witness_request: { contract: a.contract, contract_digest: digest!, presentation, presentation_digest: presentationDigest },
-            expires_at: spec.expires_at
-          })
-        )
-      }
-    }
-    if (a.verdict === "DENY") {
-      events.push(eventOf<typeof CallDenied.Type>({ ...base, type: "call.denied", event_id: EventIds.denied(f.held_id, generation), reasons: a.reasons }))
-    }
-    const held = events.find((e): e is typeof CallHeld.Type => e.type === "call.held")
-    if (held === undefined) return { events, committed: null } satisfies Adjudicated as Adjudicated
+    const preferences = () => effectivePreferences(policy, spec.principal, spec.preferences)
+    const { events: verdict, held } = verdictEvents(f, {
+      ...a,
+      policyEpoch: policy.epoch,
+      present: (generation, digest) => presentationOf(f, generation, a, digest, preferences().disclosure ?? "exact", templateFor(policy.profiles, a.executed.tool))
+    }, now)
+    if (held === undefined) return { events: verdict, committed: null } satisfies Adjudicated as Adjudicated
+    const generation = held.generation
     // A standing approval that covers the call is its witness's approval from the hold on.
-    events.push(...(yield* standingApprovals(foldUncommitted(f, events), registryOf(policy), now)))
-    const watch = effectivePreferences(policy, spec.principal, spec.preferences).cancel_on_disconnect === true
+    const events = [...verdict, ...(yield* standingApprovals(foldUncommitted(f, verdict), registryOf(policy), now))]
+    const watch = preferences().cancel_on_disconnect === true
     const committed = Effect.gen(function* () {
       // The parked call's timers (expiry, fallback) live in its wake.
       yield* wake(f.held_id)

@@ -24,18 +24,19 @@ export const layerAllowLatency = Layer.effect(
   AllowLatency,
   Effect.gen(function* () {
     const { reevaluation: pace } = yield* KernelConfig
+    const clock = yield* Effect.clock
     const log = yield* Ref.make<LatencyLog>(emptyLatencyLog)
     // Walks of several shards may overlap in one process; the baseline waits for all to end.
     const walks = yield* Ref.make(0)
     return AllowLatency.of({
-      record: (ms) => Effect.flatMap(Ref.get(walks), (n) => Ref.update(log, (l) => observed(pace, l, { at: Date.now(), ms }, n > 0))),
+      record: (ms) => Effect.flatMap(Ref.get(walks), (n) => Ref.update(log, (l) => observed(pace, l, { at: clock.unsafeCurrentTimeMillis(), ms }, n > 0))),
       walking: (on) =>
         Effect.flatMap(
           Ref.updateAndGet(walks, (n) => Math.max(0, n + (on ? 1 : -1))),
           (n) => (on && n === 1 ? Ref.update(log, walkStarted) : Effect.void)
         ),
       step: (rate) => Ref.modify(log, (l) => {
-        const s = paceStep(pace, rate, l, Date.now())
+        const s = paceStep(pace, rate, l, clock.unsafeCurrentTimeMillis())
         return [s, s.log]
       })
     })

@@ -17,13 +17,14 @@ const ArchiverLease = "archiver"
  * Returns the records written.
  */
 export const makeArchivePass = Effect.gen(function* () {
+  const clock = yield* Effect.clock
   const { owner, retention } = yield* KernelConfig
   const key = yield* commitSigningKey
   let from = 0
   return (maxBatches = 20) =>
     Effect.gen(function* () {
       const written = []
-      const cutoff = Date.now() - retention.archiveAfterMs
+      const cutoff = clock.unsafeCurrentTimeMillis() - retention.archiveAfterMs
       for (let i = 0; i < maxBatches; i++) {
         const scan = yield* scanOldCalls(from, cutoff, retention.archiveBatch)
         from = scan.next
@@ -41,6 +42,7 @@ export const makeArchivePass = Effect.gen(function* () {
  * that login configured nothing is archived.
  */
 export const runArchiver = Effect.gen(function* () {
+  const clock = yield* Effect.clock
   const { owner, retention } = yield* KernelConfig
   if (retention.archiveAfterMs <= 0) return
   if (retention.login === undefined) {
@@ -53,7 +55,7 @@ export const runArchiver = Effect.gen(function* () {
   const pass = yield* makeArchivePass
   const once = Effect.gen(function* () {
     const ttl = Math.max(60_000, retention.archiveIntervalMs)
-    const taken = yield* acquireLease(ArchiverLease, owner, ttl, Date.now())
+    const taken = yield* acquireLease(ArchiverLease, owner, ttl, clock.unsafeCurrentTimeMillis())
     if (!("lease" in taken)) return
     yield* pass().pipe(Effect.ensuring(releaseLease(taken.lease).pipe(Effect.ignore)))
   }).pipe(

@@ -27,6 +27,7 @@ export const checkpointEveryCommits = (): number => envNumber("WK_CHECKPOINT_EVE
  * retried), is reported and the next tick tries again.
  */
 export const runCheckpointer = Effect.gen(function* () {
+  const clock = yield* Effect.clock
   const key = yield* commitSigningKey
   const every = checkpointIntervalMs()
   const commits = checkpointEveryCommits()
@@ -34,10 +35,10 @@ export const runCheckpointer = Effect.gen(function* () {
   const anchor = anchorFileFromEnv()
   if (anchor === undefined) log.warn({ loop: "checkpointer" }, "checkpoints are kept only in WK_EVENTS: set WK_ANCHOR_FILE to anchor them outside NATS")
   const unanchored: Array<AnchoredCheckpoint> = []
-  let last = Date.now()
+  let last = clock.unsafeCurrentTimeMillis()
   const failed = (what: string) => (e: unknown) => Effect.sync(() => (kernelMetrics.defects.inc({ loop: "checkpointer" }), log.error({ loop: "checkpointer", ...errorFields(e) }, what)))
   const pass = Effect.gen(function* () {
-    const now = Date.now()
+    const now = clock.unsafeCurrentTimeMillis()
     if (now - last < every && (commits === 0 || unverifiedCount() < commits)) return
     last = now
     const stored = yield* writeCheckpoint(key, new Date(now))

@@ -15,6 +15,7 @@ import { KernelConfig } from "../KernelConfig.js"
  */
 export const runController = (opts: { readonly concurrency?: number; readonly ackWaitMs?: number } = {}) =>
   Effect.gen(function* () {
+  const clock = yield* Effect.clock
     const driver = yield* Driver
     const store = yield* HeldCallStore
     const { owner } = yield* KernelConfig
@@ -54,7 +55,7 @@ export const runController = (opts: { readonly concurrency?: number; readonly ac
       // Another live process wrote this wake as it claimed the call and is driving it now:
       // looked at when its lease ends (recovery if it died), not read while it finishes.
       const driving = msg.redelivered ? null : msg.driving
-      if (driving !== null && driving.owner !== owner) return Effect.sync(() => msg.nak(Math.max(1, driving.until - Date.now() + 10)))
+      if (driving !== null && driving.owner !== owner) return Effect.sync(() => msg.nak(Math.max(1, driving.until - clock.unsafeCurrentTimeMillis() + 10)))
       // This process wrote the wake as it claimed the call and is driving it now (an ALLOW's
       // wake): acked once that drive leaves the call settled, with no fiber of its own. When the
       // drive ends with work left (a delivery owed until the agent acknowledges it), the wake is

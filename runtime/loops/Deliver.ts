@@ -1,13 +1,13 @@
-import { Effect } from "effect"
+import { Clock, Effect } from "effect"
 import { HeldCallStore, type Loaded } from "../ledger/HeldCallStore.js"
 import { Outbox } from "../ledger/Outbox.js"
 import { commitSigningKey } from "../ledger/CommitSigningKey.js"
 import { signDelivery } from "../schema/DeliverySignature.js"
 import { SpanKind, tracingEnabled, withSpan } from "../observability/Tracing.js"
-import type { DeliveryPublished } from "../schema/Events.js"
 import type { HeldCallFacts } from "../schema/Facts.js"
-import { eventOf, progress } from "./Actions.js"
-import { deliveryIdOf, EventIds } from "../heldcall/EventIds.js"
+import { progress } from "./Actions.js"
+import { deliveryIdOf } from "../heldcall/EventIds.js"
+import { deliveryPublished } from "../heldcall/plan/Notices.js"
 import { canonicalCall } from "../heldcall/Facts.js"
 import { reportedOutcome } from "../heldcall/ReportedOutcome.js"
 import { deliveredContinuation } from "../ledger/DeliveredContinuation.js"
@@ -60,8 +60,6 @@ export const deliver = (loaded: Loaded) =>
     const body = key === undefined ? message : signDelivery(message, f.last_seq, loaded.head ?? "", key)
     const publish = outbox.deliver(f.spec!.session_id, body, `${body.delivery_id}:${attempt}`)
     yield* tracingEnabled() ? withSpan("wk.deliver", publish, { kind: SpanKind.PRODUCER, attributes: { "wk.held_id": f.held_id, "wk.outcome": body.outcome ?? "none", "wk.attempt": attempt } }) : publish
-    yield* store.append(loaded, [
-      eventOf<typeof DeliveryPublished.Type>({ held_id: f.held_id, generation: f.generation, type: "delivery.published", event_id: EventIds.deliveryPublished(f.held_id, body.delivery_id, attempt), delivery_id: body.delivery_id, attempt })
-    ])
+    yield* store.append(loaded, [deliveryPublished(f, attempt, yield* Clock.currentTimeMillis)])
     return progress
   })

@@ -86,9 +86,12 @@ export const makeDriver = Effect.gen(function* () {
   const admission = Context.get(context, Admission)
   const config = Context.get(context, KernelConfig)
   const { delivery } = config
+  // The drive's clock: every time a plan sees (TestClock's under test).
+  const clock = yield* Effect.clock
+  const now = () => clock.unsafeCurrentTimeMillis()
 
   const contextFor = (policy: ActivePolicy, uncommitted: number): ReconcileContext => ({
-    now: Date.now(),
+    now: now(),
     policyEpoch: policy.epoch,
     ...registryOf(policy),
     delivery,
@@ -209,14 +212,14 @@ export const makeDriver = Effect.gen(function* () {
         }
         switch (action.kind) {
           case "adjudicate": {
-            const a = yield* adjudicate(view, policy)
+            const a = yield* adjudicate(view, policy, ctx.now)
             pending.push(...a.events)
             view = fold(view, a.events)
             if (a.committed !== null) afterCommit.push(a.committed)
             continue
           }
           case "admit": {
-            const event = yield* admit(admission, view, policy)
+            const event = yield* admit(admission, view, policy, ctx.now)
             pending.push(event)
             view = fold(view, [event])
             continue
@@ -235,7 +238,7 @@ export const makeDriver = Effect.gen(function* () {
             const committed = yield* commit
             yield* woken
             if (!committed) continue
-            const event = yield* invoke(tools, config.toolTimeoutMs, loaded.facts, policy)
+            const event = yield* invoke(tools, config.toolTimeoutMs, loaded.facts, policy, now)
             effect = event
             pending.push(event)
             view = fold(view, [event])

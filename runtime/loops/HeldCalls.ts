@@ -50,7 +50,7 @@ export interface Handled {
  * enable up to its first I/O (a proposal with its verdict and execution claim; an approval
  * with the readiness and claim it releases), so an ALLOW is one commit before the tool.
  *
- * The time a decision sees is this process's clock, read per attempt.
+ * The time a decision sees is the clock service's (Effect's `Clock`), read per attempt.
  */
 export class HeldCalls extends Context.Tag("wk/HeldCalls")<
   HeldCalls,
@@ -94,6 +94,7 @@ export const makeHeldCalls = Effect.gen(function* () {
   const openIndex = yield* OpenIndex
   const policies = yield* PolicyStore
   const { owner, leaseMs } = yield* KernelConfig
+  const clock = yield* Effect.clock
 
   /**
    * Decides on this process's view and hands the events to a drive of the call, which commits
@@ -117,7 +118,7 @@ export const makeHeldCalls = Effect.gen(function* () {
   const handle = (heldId: string, command: Command, options: HandleOptions = {}) =>
     Effect.gen(function* () {
       const policy = options.policy ?? (yield* policies.current)
-      const contextAt = () => decideContextOf(policy, Date.now())
+      const contextAt = () => decideContextOf(policy, clock.unsafeCurrentTimeMillis())
       const follow = options.follow ?? "fork"
       const { decision, committed, handed, driven: handedDriven } = handsOver(command, follow)
         ? yield* handOver(heldId, command, follow, contextAt)
@@ -125,7 +126,7 @@ export const makeHeldCalls = Effect.gen(function* () {
       const drive = decision.drive ?? null
       let driven: Driven | null = handedDriven
       const wake = wakeOf(command, follow)
-      const driving = () => ({ owner, until: Date.now() + leaseMs })
+      const driving = () => ({ owner, until: clock.unsafeCurrentTimeMillis() + leaseMs })
       if (handed) {
         // The drive has the events. A commit that claimed the call wrote its own wake in the
         // same flush; otherwise the wake lets another process finish the call if this one stops.

@@ -45,6 +45,7 @@ const ProgressEveryMs = 250
  * whose evidence was not checked under the epoch in force cannot be dispatched (Reconciler).
  */
 export const runPolicyReevaluation = Effect.gen(function* () {
+  const clock = yield* Effect.clock
   const calls = yield* HeldCalls
   const driver = yield* Driver
   const policies = yield* PolicyStore
@@ -65,7 +66,7 @@ export const runPolicyReevaluation = Effect.gen(function* () {
       const handled = yield* calls.handle(heldId, { _tag: "ChangeEpoch", epoch }, { follow: "none" })
       if (handled.drive === null) return
       const driven = yield* driver.drive(heldId, handled.drive)
-      if (needsWake(driven)) yield* wake(heldId)
+      if (needsWake(driven, clock.unsafeCurrentTimeMillis())) yield* wake(heldId)
     }).pipe(
       // A call this walk could not finish is handed to the controller (level-based, it re-plans).
       Effect.catchAll(() => wake(heldId)),
@@ -80,8 +81,8 @@ export const runPolicyReevaluation = Effect.gen(function* () {
       if (prior?.finished === true) return
       const cursor = prior?.cursor ?? null
       const ids = (yield* open()).filter((id) => shardOf(id, pace.shards) === shard && (cursor === null || id > cursor))
-      const startedAt = new Date().toISOString()
-      const t0 = Date.now()
+      const startedAt = new Date(clock.unsafeCurrentTimeMillis()).toISOString()
+      const t0 = clock.unsafeCurrentTimeMillis()
       let lease = first
       let record: ReevaluationProgress = {
         epoch,
@@ -99,31 +100,31 @@ export const runPolicyReevaluation = Effect.gen(function* () {
       }
       yield* writeProgress(record)
       let rate = pace.startRatePerSec
-      let lastWrite = Date.now()
+      let lastWrite = clock.unsafeCurrentTimeMillis()
       for (let i = 0; i < ids.length; i += pace.batch) {
         if ((yield* policies.current).epoch > epoch) return
-        if (lease.until - Date.now() < pace.leaseMs / 2) {
-          const renewed = yield* acquireLease(lease.key, owner, pace.leaseMs, Date.now())
+        if (lease.until - clock.unsafeCurrentTimeMillis() < pace.leaseMs / 2) {
+          const renewed = yield* acquireLease(lease.key, owner, pace.leaseMs, clock.unsafeCurrentTimeMillis())
           if (!("lease" in renewed)) return
           lease = renewed.lease
         }
         // The ALLOW latency served since the last batch, against the idle one.
         rate = (yield* latency.step(rate)).rate
         const batch = ids.slice(i, i + pace.batch)
-        const started = Date.now()
+        const started = clock.unsafeCurrentTimeMillis()
         yield* Effect.forEach(batch, (id) => reevaluate(epoch, id), { concurrency: pace.concurrency, discard: true })
         const done = record.done + batch.length
-        const now = Date.now()
+        const now = clock.unsafeCurrentTimeMillis()
         record = { ...record, done, cursor: batch[batch.length - 1]!, rate_per_s: Math.round(((done - record.resumed_from) / Math.max(1, now - t0)) * 1000 * 10) / 10, updated_at: new Date(now).toISOString() }
         yield* Ref.set(working, { epoch, shard, done, total: record.total, rate_per_s: record.rate_per_s })
         if (now - lastWrite >= ProgressEveryMs) {
           yield* writeProgress(record)
           lastWrite = now
         }
-        const spacing = (batch.length / rate) * 1000 - (Date.now() - started)
+        const spacing = (batch.length / rate) * 1000 - (clock.unsafeCurrentTimeMillis() - started)
         yield* spacing > 1 ? Effect.sleep(Duration.millis(spacing)) : Effect.yieldNow()
       }
-      yield* writeProgress({ ...record, finished: true, updated_at: new Date().toISOString() })
+      yield* writeProgress({ ...record, finished: true, updated_at: new Date(clock.unsafeCurrentTimeMillis()).toISOString() })
     }).pipe(Effect.ensuring(Effect.zipRight(Ref.set(working, null), latency.walking(false))))
 
   const forgetOlder = progress.forgetOlder
@@ -145,7 +146,7 @@ export const runPolicyReevaluation = Effect.gen(function* () {
         finished++
         continue
       }
-      const taken = yield* acquireLease(leaseKey(epoch, shard), owner, pace.leaseMs, Date.now())
+      const taken = yield* acquireLease(leaseKey(epoch, shard), owner, pace.leaseMs, clock.unsafeCurrentTimeMillis())
       if (!("lease" in taken)) continue
       yield* runShard(epoch, shard, taken.lease, open).pipe(Effect.ensuring(releaseLease(taken.lease).pipe(Effect.ignore)))
       if ((yield* readProgress(epoch, shard))?.finished === true) finished++
@@ -166,9 +167,9 @@ export const runPolicyReevaluation = Effect.gen(function* () {
  * fallback or an approval's expiry of the new contract). Any other call that asks to be looked at
  * again (an ended call's delivery retry, a lease to wait out) gets one.
  */
-const needsWake = (driven: Driven): boolean => {
+const needsWake = (driven: Driven, now: number): boolean => {
   const f = driven.facts
   if (f === null || driven.requeueMs === null) return false
-  if (f.lifecycle === "open" && beforeDispatch(f) && f.spec !== null && Date.now() + driven.requeueMs >= Date.parse(f.spec.expires_at)) return false
+  if (f.lifecycle === "open" && beforeDispatch(f) && f.spec !== null && now + driven.requeueMs >= Date.parse(f.spec.expires_at)) return false
   return true
 }

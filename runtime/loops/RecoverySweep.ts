@@ -22,10 +22,11 @@ export const SweepShards = 16
  * never left (WK_WITNESS holds none for the call's generation and presentation).
  */
 export const sweepOnce = Effect.gen(function* () {
+  const clock = yield* Effect.clock
   const cfg = yield* KernelConfig
   const driver = yield* Driver
   const shards: Array<number> = []
-  const now = Date.now()
+  const now = clock.unsafeCurrentTimeMillis()
   for (let s = 0; s < SweepShards; s++) {
     const got = yield* acquireLease(`sweep.${s}`, cfg.owner, Math.max(1_000, cfg.sweepIntervalMs), now)
     if ("lease" in got) shards.push(s)
@@ -56,13 +57,14 @@ export const sweepOnce = Effect.gen(function* () {
 
 /** Sweeps once at start, then every `sweepIntervalMs`, in the background until the scope closes. */
 export const runRecoverySweep = Effect.gen(function* () {
+  const clock = yield* Effect.clock
   const cfg = yield* KernelConfig
   if (!(cfg.sweepIntervalMs > 0)) return
   yield* Effect.forkScoped(
     sweepOnce.pipe(
       Effect.tap(() => Effect.sync(() => {
         kernelMetrics.recoveryScans.inc()
-        kernelMetrics.marks.lastRecoveryAt = Date.now()
+        kernelMetrics.marks.lastRecoveryAt = clock.unsafeCurrentTimeMillis()
       })),
       Effect.catchAllCause((cause) => Effect.sync(() => (kernelMetrics.defects.inc({ loop: "recovery-sweep" }), log.error({ loop: "recovery-sweep", err: String(cause) }, "recovery sweep failed")))),
       Effect.repeat(Schedule.spaced(Duration.millis(cfg.sweepIntervalMs)))

@@ -1,8 +1,7 @@
-import { Effect } from "effect"
+import { Clock, Effect } from "effect"
 import { HeldCallStore, type Loaded } from "../ledger/HeldCallStore.js"
 import { Outbox } from "../ledger/Outbox.js"
-import { EventIds } from "../heldcall/EventIds.js"
-import type { EventOf } from "../schema/Events.js"
+import { witnessReminded } from "../heldcall/plan/Notices.js"
 import { progress } from "./Actions.js"
 
 /**
@@ -13,16 +12,7 @@ import { progress } from "./Actions.js"
 export const remind = (loaded: Loaded) =>
   Effect.gen(function* () {
     const f = loaded.facts
-    const expiresAt = f.spec!.expires_at
-    yield* (yield* Outbox).requestWitnesses(f.held_id, { held_id: f.held_id, generation: f.generation, expires_at: expiresAt, witness_request: f.witness_request, reminder: true })
-    const reminded: EventOf<"witness.reminded"> = {
-      type: "witness.reminded",
-      event_id: EventIds.reminded(f.held_id, f.generation, expiresAt),
-      held_id: f.held_id,
-      generation: f.generation,
-      at: new Date().toISOString(),
-      expires_at: expiresAt
-    }
-    yield* (yield* HeldCallStore).append(loaded, [reminded])
+    yield* (yield* Outbox).requestWitnesses(f.held_id, { held_id: f.held_id, generation: f.generation, expires_at: f.spec!.expires_at, witness_request: f.witness_request, reminder: true })
+    yield* (yield* HeldCallStore).append(loaded, [witnessReminded(f, yield* Clock.currentTimeMillis)])
     return progress
   })

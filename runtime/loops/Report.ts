@@ -2,10 +2,9 @@ import { Effect } from "effect"
 import { HeldCallStore, type Freshness, type Loaded } from "../ledger/HeldCallStore.js"
 import type { LedgerError } from "../schema/LedgerError.js"
 import { Wakes } from "../ledger/Wakes.js"
-import { EventIds } from "../heldcall/EventIds.js"
+import { dependencyReported } from "../heldcall/plan/Notices.js"
 import { decideContextOf } from "../policy/ActivePolicy.js"
 import { PolicyStore } from "../policy/PolicyStore.js"
-import type { EventOf } from "../schema/Events.js"
 import { progress, requeue } from "./Actions.js"
 import { decideAndCommit } from "./internal/decideAndCommit.js"
 import { wakeAndDrive } from "./internal/wakeAndDrive.js"
@@ -20,20 +19,13 @@ import { wakeAndDrive } from "./internal/wakeAndDrive.js"
 export const report = (loaded: Loaded, drive: (heldId: string, freshness: Freshness) => Effect.Effect<unknown, LedgerError>) =>
   Effect.gen(function* () {
     const store = yield* HeldCallStore
+    const clock = yield* Effect.clock
     const policy = yield* (yield* PolicyStore).current
     const f = loaded.facts
     const parentId = f.spec!.parent_held_id!
-    const { decision } = yield* decideAndCommit(store, parentId, { _tag: "Report", child: f }, () => decideContextOf(policy, Date.now()))
+    const { decision } = yield* decideAndCommit(store, parentId, { _tag: "Report", child: f }, () => decideContextOf(policy, clock.unsafeCurrentTimeMillis()))
     if (decision.reply.status === 503) return requeue(100)
     if (decision.drive !== undefined) yield* wakeAndDrive(yield* Wakes, drive, parentId, decision.drive, "fork")
-    const reported: EventOf<"dependency.reported"> = {
-      type: "dependency.reported",
-      event_id: EventIds.dependencyReported(f.held_id, parentId),
-      held_id: f.held_id,
-      generation: f.generation,
-      at: new Date().toISOString(),
-      parent_held_id: parentId
-    }
-    yield* store.append(loaded, [reported])
+    yield* store.append(loaded, [dependencyReported(f, clock.unsafeCurrentTimeMillis())])
     return progress
   })

@@ -1,6 +1,7 @@
 import { Effect } from "effect"
 import type { WitnessRegistry } from "../heldcall/Counting.js"
 import { canonicalCall } from "../heldcall/Facts.js"
+import { atOf } from "../heldcall/decide/Decision.js"
 import { standingApplied, standingRefusal, useFor } from "../heldcall/Standing.js"
 import type { LedgerError } from "../schema/LedgerError.js"
 import { StandingGrants, type StoredGrant } from "../ledger/StandingGrants.js"
@@ -23,7 +24,7 @@ const takeUse = (grants: StandingGrants["Type"], grantId: string, f: HeldCallFac
       if (g === null || standingRefusal(f, g.record, g.payload, registry, now) !== null) return null
       const had = useFor(g.record.uses, f.held_id, f.generation)
       if (had !== undefined) return { grant: g, use: had }
-      const at = new Date(now).toISOString()
+      const at = atOf({ now })
       const use = { held_id: f.held_id, generation: f.generation, call_digest: canonicalCall(f)!.call_digest, at }
       const stored = yield* grants.put({ ...g.record, type: "standing.used", uses: [...g.record.uses, use], at }, g.seq)
       if (stored !== null) return { grant: stored, use: stored.record.uses.length }
@@ -55,7 +56,7 @@ export const standingApprovals = (f: HeldCallFacts, registry: WitnessRegistry, n
       const taken = yield* takeUse(grants, candidate.record.grant_id, f, registry, now)
       if (taken === null) continue
       approved.add(taken.grant.payload.principal)
-      events.push(standingApplied(f, taken.grant.record, taken.grant.payload, taken.use, new Date(now).toISOString()))
+      events.push(standingApplied(f, taken.grant.record, taken.grant.payload, taken.use, atOf({ now })))
     }
     return events
   })

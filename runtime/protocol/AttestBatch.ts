@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Clock, Effect } from "effect"
 import { HeldCallStore } from "../ledger/HeldCallStore.js"
 import { HeldCalls } from "../loops/HeldCalls.js"
 import { judgeAttestation } from "../heldcall/decide/Attest.js"
@@ -38,7 +38,7 @@ export const attestBatch = (data: Uint8Array) =>
     }
     if (payload.mode === "all") {
       const store = yield* HeldCallStore
-      const ctx = decideContextOf(policy, Date.now())
+      const ctx = decideContextOf(policy, yield* Clock.currentTimeMillis)
       const verdicts: Array<ItemResult> = []
       for (const a of attestations) {
         const loaded = yield* store.load(a.held_id)

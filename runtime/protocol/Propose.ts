@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Clock, Effect } from "effect"
 import { HeldCallStore } from "../ledger/HeldCallStore.js"
 import { Driver, type Driven } from "../loops/Driver.js"
 import { HeldCalls } from "../loops/HeldCalls.js"
@@ -28,7 +28,7 @@ export const propose = (data: Uint8Array) =>
   Effect.gen(function* () {
     const req = yield* signedRequest(data, "propose", ProposePayload)
     const p = req.payload
-    const stale = staleEnvelope(p.expires_at, Date.now())
+    const stale = staleEnvelope(p.expires_at, yield* Clock.currentTimeMillis)
     if (stale !== undefined) return stale
     const unbound = behalfRefusal(bindingsOf(req.policy.profiles), p.principal, p.on_behalf_of, Date.now())
     if (unbound !== undefined) return forbidden(unbound)
@@ -114,9 +114,9 @@ const awaitAnswer = (heldId: string) =>
     const store = yield* HeldCallStore
     const driver = yield* Driver
     const cfg = yield* KernelConfig
-    const deadline = Date.now() + cfg.answerWaitMs
+    const deadline = (yield* Clock.currentTimeMillis) + cfg.answerWaitMs
     let delay = 2
-    while (Date.now() < deadline) {
+    while ((yield* Clock.currentTimeMillis) < deadline) {
       yield* Effect.sleep(delay)
       delay = Math.min(delay * 2, 100)
       const loaded = yield* store.load(heldId)

@@ -1,6 +1,6 @@
-import { afterEach, beforeEach, expect, vi } from "vitest"
+import { expect } from "vitest"
 import { it } from "@effect/vitest"
-import { Effect, Layer, TestClock } from "effect"
+import { Clock, Effect, Layer, TestClock } from "effect"
 import { randomBytes } from "node:crypto"
 import { HeldCallStore } from "../../runtime/ledger/HeldCallStore.js"
 import { layerMemoryLedger } from "../../runtime/ledger/memory/MemoryLedger.js"
@@ -16,14 +16,8 @@ import { layerLoops, layerNoNats } from "./Backend.js"
 import { loopProfiles, Tools } from "./LoopSuite.js"
 
 // One commit per decision, read from the store's appends: which events each append carried, in order.
+// Time is TestClock's: the kernel and the requests below read it from Effect's `Clock`.
 const Origin = Date.parse("2026-06-01T00:00:00.000Z")
-beforeEach(() => {
-  vi.useFakeTimers({ toFake: ["Date"] })
-  vi.setSystemTime(Origin)
-})
-afterEach(() => {
-  vi.useRealTimers()
-})
 
 const commits: Array<{ readonly heldId: string; readonly types: ReadonlyArray<string> }> = []
 const commitsOf = (heldId: string) => commits.filter((c) => c.heldId === heldId).map((c) => c.types)
@@ -45,9 +39,9 @@ const kernel = layerLoops(ledger, { executorPaused: () => false })
 const encoder = new TextEncoder()
 const signed = (principal: string, payload: Record<string, unknown>) => encoder.encode(JSON.stringify(signEnvelope({ ...payload, principal }, devKeyPair(principal).secretKey)))
 const proposal = (tool: string) =>
-  signed("agent:alice", { op: "propose", session_id: "s-commits", turn_id: "t1", call_id: `c-${randomBytes(6).toString("hex")}`, tool, args: { path: "/tmp/x", amount: 1 }, nonce: randomBytes(12).toString("hex"), expires_at: new Date(Date.now() + 5 * 60_000).toISOString() })
+  Effect.map(Clock.currentTimeMillis, (now) => signed("agent:alice", { op: "propose", session_id: "s-commits", turn_id: "t1", call_id: `c-${randomBytes(6).toString("hex")}`, tool, args: { path: "/tmp/x", amount: 1 }, nonce: randomBytes(12).toString("hex"), expires_at: new Date(now + 5 * 60_000).toISOString() }))
 const approval = (f: HeldCallFacts) =>
-  signed("user:carol", { op: "attest", class: "human", held_id: f.held_id, generation: f.generation, call_digest: canonicalCall(f)!.call_digest, contract_digest: f.witness_request!.contract_digest, decision: "approve", issued_at: new Date(Date.now()).toISOString(), expires_at: new Date(Date.now() + 10 * 60_000).toISOString(), nonce: randomBytes(12).toString("hex") })
+  Effect.map(Clock.currentTimeMillis, (now) => signed("user:carol", { op: "attest", class: "human", held_id: f.held_id, generation: f.generation, call_digest: canonicalCall(f)!.call_digest, contract_digest: f.witness_request!.contract_digest, decision: "approve", issued_at: new Date(now).toISOString(), expires_at: new Date(now + 10 * 60_000).toISOString(), nonce: randomBytes(12).toString("hex") }))
 
 const serveEcho = (name: string) =>
   Effect.flatMap(MemoryTools, (tools) => Effect.sync(() => tools.serve(name, { invoke: () => Effect.succeed({ ok: true as const, result: { done: true } }) })))
@@ -68,7 +62,7 @@ it.scoped("an ALLOW call is two commits: proposal, verdict, claim and dispatch; 
   Effect.gen(function* () {
     yield* TestClock.setTime(Origin)
     yield* serveEcho(Tools.allow)
-    const reply = (yield* propose(proposal(Tools.allow))) as { status: number; held_id: string }
+    const reply = (yield* propose(yield* proposal(Tools.allow))) as { status: number; held_id: string }
     expect(reply.status).toBe(200)
     expect(commitsOf(reply.held_id)).toEqual([
       ["call.proposed", "call.adjudicated", "execution.leased", "effect.dispatched"],
@@ -81,13 +75,13 @@ it.scoped("a held release is two commits (acceptance, readiness, claim and dispa
   Effect.gen(function* () {
     yield* TestClock.setTime(Origin)
     yield* serveEcho(Tools.held)
-    const reply = (yield* propose(proposal(Tools.held))) as { status: number; held_id: string }
+    const reply = (yield* propose(yield* proposal(Tools.held))) as { status: number; held_id: string }
     expect(reply.status).toBe(202)
     const held = commitsOf(reply.held_id)
     expect(held).toHaveLength(1)
     expect(held[0]!.slice(0, 3)).toEqual(["call.proposed", "call.adjudicated", "call.held"])
     const parked = (yield* (yield* HeldCallStore).load(reply.held_id, "fresh"))!.facts
-    const attested = (yield* attest(approval(parked))) as unknown as { disposition: string }
+    const attested = (yield* attest(yield* approval(parked))) as unknown as { disposition: string }
     expect(attested.disposition).toBe("accepted")
     yield* settle(reply.held_id, (f) => f.delivery_attempts > 0)
     expect(commitsOf(reply.held_id).slice(1)).toEqual([

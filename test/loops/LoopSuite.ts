@@ -1,5 +1,5 @@
 import { expect } from "vitest"
-import { Effect, Fiber } from "effect"
+import { Clock, Effect, Fiber } from "effect"
 import { randomBytes } from "node:crypto"
 import { HeldCallStore } from "../../runtime/ledger/HeldCallStore.js"
 import { HeldIds } from "../../runtime/protocol/HeldIds.js"
@@ -33,8 +33,9 @@ const encoder = new TextEncoder()
 const signed = (principal: string, payload: Record<string, unknown>) =>
   encoder.encode(JSON.stringify(signEnvelope({ ...payload, principal }, devKeyPair(principal).secretKey)))
 
+/** The times a test writes are the kernel's clock's (the memory backend's is `TestClock`). */
 const proposal = (tool: string, preferences?: Record<string, unknown>, callId = `c-${randomBytes(6).toString("hex")}`) =>
-  signed("agent:alice", {
+  Effect.map(Clock.currentTimeMillis, (now) => signed("agent:alice", {
     op: "propose",
     session_id: Session,
     turn_id: "t1",
@@ -42,12 +43,12 @@ const proposal = (tool: string, preferences?: Record<string, unknown>, callId = 
     tool,
     args: { path: "/tmp/x", amount: 1 },
     nonce: randomBytes(12).toString("hex"),
-    expires_at: new Date(Date.now() + 5 * 60_000).toISOString(),
+    expires_at: new Date(now + 5 * 60_000).toISOString(),
     ...(preferences !== undefined ? { preferences } : {})
-  })
+  }))
 
 const approval = (f: HeldCallFacts) =>
-  signed("user:carol", {
+  Effect.map(Clock.currentTimeMillis, (now) => signed("user:carol", {
     op: "attest",
     class: "human",
     held_id: f.held_id,
@@ -55,10 +56,10 @@ const approval = (f: HeldCallFacts) =>
     call_digest: canonicalCall(f)!.call_digest,
     contract_digest: f.witness_request!.contract_digest,
     decision: "approve",
-    issued_at: new Date(Date.now()).toISOString(),
-    expires_at: new Date(Date.now() + 10 * 60_000).toISOString(),
+    issued_at: new Date(now).toISOString(),
+    expires_at: new Date(now + 10 * 60_000).toISOString(),
     nonce: randomBytes(12).toString("hex")
-  })
+  }))
 
 const heldIdOf = (reply: unknown): string => {
   const id = (reply as { held_id?: unknown }).held_id
@@ -85,12 +86,13 @@ export const loopSuite = (b: Backend) => {
   b.test("the store appends only on the call's last sequence, and an event id once", {}, Effect.gen(function* () {
     const store = yield* HeldCallStore
     const heldId = `h_${randomBytes(16).toString("hex")}`
+    const now = yield* Clock.currentTimeMillis
     const proposed = (generation: number) => ({
       type: "call.proposed" as const,
       event_id: `call.proposed:${heldId}:g${generation}`,
       held_id: heldId,
       generation,
-      at: new Date(Date.now()).toISOString(),
+      at: new Date(now).toISOString(),
       principal: "agent:alice",
       session_id: Session,
       turn_id: "t1",
@@ -99,8 +101,8 @@ export const loopSuite = (b: Backend) => {
       args: { n: generation },
       call_digest: callDigest(Tools.allow, { n: generation }),
       idempotency_key: `${heldId}:g${generation}`,
-      created_at: new Date(Date.now()).toISOString(),
-      expires_at: new Date(Date.now() + 60_000).toISOString()
+      created_at: new Date(now).toISOString(),
+      expires_at: new Date(now + 60_000).toISOString()
     })
     expect(yield* store.load(heldId)).toBeNull()
     const empty = { facts: initialFacts(heldId), revision: 0 }
@@ -122,7 +124,7 @@ export const loopSuite = (b: Backend) => {
     const tool = new FakeTool(Tools.allow)
     yield* b.serve(tool)
     yield* runController()
-    const reply = (yield* propose(proposal(tool.name))) as { status: number; outcome?: unknown }
+    const reply = (yield* propose(yield* proposal(tool.name))) as { status: number; outcome?: unknown }
     expect(reply.status).toBe(200)
     expect(reply.outcome).toBe("completed")
     const f = yield* settledCall(heldIdOf(reply), 5_000)
@@ -141,7 +143,7 @@ export const loopSuite = (b: Backend) => {
     const tool = new FakeTool(Tools.held)
     yield* b.serve(tool)
     yield* runController()
-    const reply = (yield* propose(proposal(tool.name))) as { status: number }
+    const reply = (yield* propose(yield* proposal(tool.name))) as { status: number }
     expect(reply.status).toBe(202)
     const heldId = heldIdOf(reply)
     const parked = (yield* factsOf(heldId))!
@@ -150,7 +152,7 @@ export const loopSuite = (b: Backend) => {
     expect(tool.invocations).toBe(0)
     // The approval's own drive finds the executor paused: only the durable wake can release the call.
     paused = true
-    const attested = (yield* attest(approval(parked))) as { status: number; disposition: string }
+    const attested = (yield* attest(yield* approval(parked))) as { status: number; disposition: string }
     expect(attested.disposition).toBe("accepted")
     yield* b.eventually(Effect.map(factsOf(heldId), (f) => (f !== null && seenPrefix(f, "attestation.accepted") === 1 ? f : undefined)), 2_000)
     expect(tool.invocations).toBe(0)
@@ -167,7 +169,7 @@ export const loopSuite = (b: Backend) => {
     yield* b.serve(tool)
     yield* runController()
     const disconnect = yield* b.connectSession(Session)
-    const reply = (yield* propose(proposal(tool.name, { cancel_on_disconnect: true }))) as { status: number }
+    const reply = (yield* propose(yield* proposal(tool.name, { cancel_on_disconnect: true }))) as { status: number }
     expect(reply.status).toBe(202)
     const heldId = heldIdOf(reply)
     yield* presencePass
@@ -184,7 +186,7 @@ export const loopSuite = (b: Backend) => {
     tool.loseReplies = 1
     yield* b.serve(tool)
     yield* runController()
-    const reply = yield* propose(proposal(tool.name, { wait: { mode: "background" } }))
+    const reply = yield* propose(yield* proposal(tool.name, { wait: { mode: "background" } }))
     const f = yield* settledCall(heldIdOf(reply), 15_000)
     expect(f.outcome).toBe("completed")
     expect(seenPrefix(f, "effect.outcome_unknown")).toBe(1)
@@ -201,7 +203,7 @@ export const loopSuite = (b: Backend) => {
     tool.downAfterLostReply = true
     yield* b.serve(tool)
     yield* runController()
-    const heldId = heldIdOf(yield* propose(proposal(tool.name, { wait: { mode: "background" } })))
+    const heldId = heldIdOf(yield* propose(yield* proposal(tool.name, { wait: { mode: "background" } })))
     const waiting = yield* b.eventually(Effect.map(factsOf(heldId), (f) => (f !== null && (f.readback_unreached?.attempts ?? 0) >= 2 ? f : undefined)), 15_000)
     expect(waiting).toMatchObject({ execution: "outcome-unknown", needs_witness: false })
     tool.down = false
@@ -216,7 +218,7 @@ export const loopSuite = (b: Backend) => {
   }))
 
   b.test("no responders: retried with backoff until the call expires, no effect", {}, Effect.gen(function* () {
-    const reply = yield* propose(proposal(Tools.down, { wait: { mode: "background" }, expires_in_ms: 4_000 }))
+    const reply = yield* propose(yield* proposal(Tools.down, { wait: { mode: "background" }, expires_in_ms: 4_000 }))
     yield* runController()
     const heldId = heldIdOf(reply)
     const f = yield* b.eventually(Effect.map(factsOf(heldId), (f) => (f !== null && f.outcome !== null ? f : undefined)), 12_000)
@@ -235,7 +237,7 @@ export const loopSuite = (b: Backend) => {
     const callId = `c-${randomBytes(6).toString("hex")}`
     const heldId = (yield* HeldIds).of({ principal: "agent:alice", session_id: Session, turn_id: "t1", call_id: callId }).heldId
     // The proposal drives the call inline; its dispatch hangs at the tool and its fiber is dropped.
-    const inline = yield* Effect.fork(propose(proposal(tool.name, undefined, callId)))
+    const inline = yield* Effect.fork(propose(yield* proposal(tool.name, undefined, callId)))
     yield* b.eventually(Effect.sync(() => (tool.invocations === 1 ? true : undefined)), 5_000)
     yield* Fiber.interrupt(inline)
     const claimed = (yield* factsOf(heldId))!

@@ -1,4 +1,3 @@
-import { afterEach, beforeEach, vi } from "vitest"
 import { it } from "@effect/vitest"
 import { type Context, Effect, Layer, TestClock } from "effect"
 import { layerMemoryLedger } from "../../runtime/ledger/memory/MemoryLedger.js"
@@ -9,19 +8,12 @@ import { layerMemoryPolicyStore } from "../../runtime/policy/MemoryPolicyStore.j
 import { layerLoops, layerNoNats, type Backend } from "./Backend.js"
 import { loopProfiles, loopSuite } from "./LoopSuite.js"
 
-// The loops on the memory ledger: time is TestClock's. The kernel reads `Date.now()` for its
-// facts' times, so `Date` is faked too and moved with the clock.
+// The loops on the memory ledger: time is TestClock's. The kernel reads every time it decides on
+// from Effect's `Clock` (the drive's clock service), so nothing else needs to move.
 const Origin = Date.parse("2026-06-01T00:00:00.000Z")
-beforeEach(() => {
-  vi.useFakeTimers({ toFake: ["Date"] })
-  vi.setSystemTime(Origin)
-})
-afterEach(() => {
-  vi.useRealTimers()
-})
 
 const Step = 50
-const advance = (ms: number) => Effect.zipRight(Effect.sync(() => vi.setSystemTime(Date.now() + ms)), TestClock.adjust(ms))
+const advance = (ms: number) => TestClock.adjust(ms)
 /** Lets forked fibers and promise chains run (no kernel time passes). */
 const turns = Effect.promise(() => new Promise<void>((r) => setImmediate(r))).pipe(Effect.repeatN(3))
 
