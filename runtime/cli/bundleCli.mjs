@@ -6,7 +6,7 @@
 // inside a bundle (each dynamic import is a function that runs the module the first time it is
 // called). `npm run build` runs this after tsc; docs/performance.md has the figures.
 import { build } from "esbuild"
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { dirname, join, relative } from "node:path"
 import { fileURLToPath } from "node:url"
 
@@ -111,3 +111,17 @@ for (const g of groups) {
 }
 mkdirSync(out, { recursive: true })
 writeFileSync(join(out, "groups.json"), JSON.stringify(groups, null, 2) + "\n")
+
+// The sources these bundles were built from, and their folders: runtime/cli/wk.mjs compares their
+// times with the bundle's to run the sources instead of a stale bundle, by a stat of each (walking
+// the folders at every start costs most of a `node -e 0`).
+const sources = { dirs: [], files: [] }
+for (const dir of ["runtime", join("plugin-sdk", "tools")]) {
+  sources.dirs.push(dir)
+  for (const f of readdirSync(join(root, dir), { recursive: true })) {
+    const path = join(dir, f)
+    if (statSync(join(root, path)).isDirectory()) sources.dirs.push(path)
+    else if (/\.(ts|mjs)$/.test(f)) sources.files.push(path)
+  }
+}
+writeFileSync(join(out, "sources.json"), JSON.stringify(sources) + "\n")
