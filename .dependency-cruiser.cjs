@@ -1,13 +1,50 @@
 /**
  * The kernel's dependency rules, checked in CI by `npm run deps`.
  *
- * Layers, lowest first: schema, heldcall (the pure core), ledger (the only code that holds the NATS
- * connection), policy and plugins, loops and executor, protocol, gateway and cli. The auditor and
- * the client read; they never load the write path. Violations that exist today are listed in
- * `.dependency-cruiser-known.json` and shrink as the write path is redesigned; a new one fails CI.
+ * The house has floors (`floors` below, lowest first). A room is a folder of runtime/ or a file at
+ * its root; a room imports only rooms on lower floors (never one above it, never a neighbour on its
+ * own floor), so no two folders reach each other. The auditor and the client read: they never
+ * reach the write path, however indirectly. Violations are not suppressed: the known-violations
+ * file `.dependency-cruiser-known.json` is empty and stays so.
  */
+const floors = [
+  { floor: "schema", rooms: ["schema"], what: "messages, their schemas and pure helpers (canonical JSON, signatures, subjects)" },
+  { floor: "core", rooms: ["heldcall"], what: "the pure core: every decision over facts, time and ids passed in" },
+  { floor: "observability", rooms: ["observability"], what: "logs, traces, metrics, and the port the operator endpoints read" },
+  { floor: "policy and the client", rooms: ["policy", "client"], what: "rules, the adjudication seams and the policy store's port; the agents' SDK" },
+  { floor: "plugins", rooms: ["plugins"], what: "WASM stages that fill the policy's seams" },
+  { floor: "ledger", rooms: ["ledger"], what: "the only code that holds the kernel's NATS connection: every port behind it" },
+  { floor: "configuration", rooms: ["KernelConfig.ts"], what: "the kernel's settings" },
+  { floor: "tool services", rooms: ["executor"], what: "tool identities and the demo tool service" },
+  { floor: "drive", rooms: ["loops"], what: "the controller and the actions it performs" },
+  { floor: "protocol and the auditor", rooms: ["protocol", "audit"], what: "request handlers over the ledger's ports; the read-only auditor" },
+  { floor: "services", rooms: ["gateway", "integrations", "routes", "verifiers"], what: "processes beside the kernel that speak its protocol" },
+  { floor: "kernel", rooms: ["Kernel.ts"], what: "the composition of every layer" },
+  { floor: "cli", rooms: ["cli"], what: "wk" }
+]
+
+const escape = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
+/** A room's path pattern: a folder of runtime/, or one file at its root. */
+const roomPath = (room) => (room.endsWith(".ts") ? `^runtime/${escape(room)}$` : `^runtime/${escape(room)}/`)
+
+/** One rule per room: nothing on its own floor but itself, nothing above (the top floor has no rule). */
+const floorRules = floors.flatMap(({ floor, rooms }, i) =>
+  rooms.flatMap((room) => {
+    const above = floors.slice(i).flatMap((f) => f.rooms).filter((r) => r !== room)
+    if (above.length === 0) return []
+    return {
+      name: `floor-${room.replace(/\.ts$/, "")}`,
+      severity: "error",
+      comment: `${room} stands on floor ${i + 1} (${floor}): it imports only lower floors, never ${above.join(", ")}.`,
+      from: { path: roomPath(room) },
+      to: { path: above.map(roomPath).join("|") }
+    }
+  })
+)
+
 module.exports = {
   forbidden: [
+    ...floorRules,
     {
       name: "no-cycles",
       severity: "error",
@@ -54,3 +91,6 @@ module.exports = {
     exclude: { path: "^build/" }
   }
 }
+
+/** The floors, for the folder-cycle test and the docs (not enumerable: depcruise's schema admits only its own keys). */
+Object.defineProperty(module.exports, "floors", { value: floors, enumerable: false })

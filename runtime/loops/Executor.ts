@@ -8,8 +8,8 @@ import { claimOf, dispatchEvent, readbackStep, resolveStep, unreachedBackoffMs, 
 import type { HeldEvent } from "../schema/Events.js"
 import { PolicyStore } from "../policy/PolicyStore.js"
 import type { HeldCallFacts } from "../schema/Facts.js"
-import { progress, requeue, type ActionResult } from "../loops/Actions.js"
-import { readbackTool, toolServiceKeys } from "./ToolClient.js"
+import { progress, requeue, type ActionResult } from "./Actions.js"
+import { readbackTool, toolServiceKeys } from "../executor/ToolClient.js"
 import type { ActivePolicy } from "../policy/ActivePolicy.js"
 
 const leaseKey = (heldId: string) => `effect.${heldId}`
