@@ -1,4 +1,5 @@
 import { Either, Schema } from "effect"
+import { WebAuthnAssertion } from "../schema/Passkey.js"
 import type { Envelope } from "../schema/Envelope.js"
 import { MaxRequestBytes } from "../schema/Subjects.js"
 import { decodeWith } from "../schema/DecodeWith.js"
@@ -28,7 +29,8 @@ const Base64 = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9+/]+={0,2}$/), Sche
 const EnvelopeShape = Schema.Struct({
   payload: Schema.Record({ key: Schema.String, value: Schema.Unknown }),
   key: Base64,
-  sig: Base64
+  sig: Base64,
+  webauthn: Schema.optional(WebAuthnAssertion)
 })
 
 /** Checks a parsed envelope's shape; an envelope without key or signature is unauthenticated, not malformed. */
