@@ -117,6 +117,7 @@ export const describeHeld = (h: Held): string => {
     ...(h["contract_digest"] ? [`contract    ${JSON.stringify((h["witness_contract"] as Record<string, unknown> | null)?.["rule"])}  digest ${String(h["contract_digest"])}`] : []),
     ...((h["reasons"] as Array<{ by: string; reason: string }> | undefined) ?? []).map((r) => `reason      ${r.by}: ${r.reason}`),
     ...evidence.map((e) => `evidence    ${String(e["witness"])} (${String(e["class"])}) ${String(e["decision"])} ${String(e["status"])}${e["reason"] ? `: ${String(e["reason"])}` : ""}`),
+    ...((h["revoked_after_release"] as Array<Record<string, unknown>> | undefined) ?? []).map((r) => `REVOKED     ${String(r["witness"])} (${String(r["class"])}) withdrew its approval after release, at ${String(r["issued_at"])}: the effect stands`),
     `execution   ${String(h["execution"])}  attempts ${String(h["dispatch_attempts"])}  result ${String(h["result_admission"])}  ${deliveryStateOf(h)}${h["delivery_stopped_at"] !== undefined ? ` at ${String(h["delivery_stopped_at"])}` : ""}`,
     `expires     ${String(h["expires_at"])}`
   ].join("\n")

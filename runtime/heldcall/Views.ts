@@ -5,6 +5,7 @@ import { routeAdmits, type WitnessRule } from "../schema/WitnessContract.js"
 import { canonicalCall } from "./Facts.js"
 import { reportedOutcome } from "./ReportedOutcome.js"
 import type { RuleProgress } from "./WitnessRuleEval.js"
+import { lateRevocationsOf } from "./LateRevocations.js"
 
 /**
  * What a reader may see of a held call, decided in one place for every read path (`held.get`,
@@ -96,6 +97,12 @@ const resultFor = (role: Role, f: HeldCallFacts, redacted: boolean): { result?: 
  * The `held.get` view of a call for a role. `progress`: how far the counting approvals are along
  * the active rule (computed by the reader against the registry in force; absent: not computed).
  */
+/** The witnesses that withdrew their approval after the call was released (LateRevocations.ts), when any did. */
+const revokedAfterRelease = (f: HeldCallFacts) => {
+  const late = lateRevocationsOf(f)
+  return late.length > 0 ? { revoked_after_release: late } : {}
+}
+
 export const heldView = (role: Role, f: HeldCallFacts, progress?: RuleProgress) => {
   const spec = f.spec
   const call = canonicalCall(f)
@@ -141,6 +148,7 @@ export const heldView = (role: Role, f: HeldCallFacts, progress?: RuleProgress) 
     outcome: reportedOutcome(f),
     ...(spec?.parent_held_id !== undefined ? { parent_held_id: spec.parent_held_id, dependency_depth: spec.ancestors?.length ?? 1 } : {}),
     ...(f.dependencies !== undefined ? { dependencies: f.dependencies } : {}),
+    ...revokedAfterRelease(f),
     evidence: f.evidence
       .filter((e) => e.generation === f.generation)
       .map((e) => ({ witness: e.witness, class: e.class, decision: e.decision, status: e.status, ...(e.reason ? { reason: e.reason } : {}), ...(e.standing !== undefined ? { standing: e.standing } : {}), issued_at: e.issued_at, expires_at: e.expires_at })),

@@ -56,6 +56,7 @@ export const agentView = (f: HeldCallFacts) => {
     continuation_delivery: v.continuation_delivery,
     delivery_id: v.delivery_id,
     outcome: v.outcome,
+    ...("revoked_after_release" in v ? { revoked_after_release: v.revoked_after_release } : {}),
     ...(v.tool_ok !== undefined ? { tool_ok: v.tool_ok } : {}),
     ...("result" in v ? { result: v.result } : {})
   }

@@ -31,6 +31,10 @@ export const Subjects = {
   events: (heldId: string) => `wk.v1.events.${heldId}`,
   policyEvents: "wk.v1.events._policy",
   sessionResults: (sessionId: string) => `wk.v1.sessions.${sessionId}.results`,
+  /** A witness withdrew its approval after the session's call was released (kept in `WK_SESSIONS`). */
+  sessionRevocations: (sessionId: string) => `wk.v1.sessions.${sessionId}.revocations`,
+  /** The same, for witness routes (kept in `WK_WITNESS`; route consumers of requests do not read it). */
+  witnessRevocations: (heldId: string) => `wk.v1.witness.revocations.${heldId}`,
   toolInvoke: (tool: string) => `${toolSubjectPrefix(tool)}.invoke`,
   toolReadback: (tool: string) => `${toolSubjectPrefix(tool)}.readback`,
   witnessRequests: (heldId: string) => `wk.v1.witness.requests.${heldId}`,

@@ -90,6 +90,13 @@
       for (const c of [e.witness, e.class, e.decision + (e.standing ? " (standing approval " + e.standing + ")" : ""), e.status + (e.reason ? " (" + e.reason + ")" : "")]) tr.append(el("td", "", c))
       return tr
     }))
+    // A witness that withdrew its approval after the call ran: the effect stands.
+    for (const r of h.revoked_after_release ?? []) {
+      const tr = el("tr")
+      tr.dataset.decision = "revoked-after-release"
+      for (const c of [r.witness, r.class, "revoked after release", "the effect stands (" + r.issued_at + ")"]) tr.append(el("td", "", c))
+      tbody.append(tr)
+    }
     if ((h.evidence ?? []).length === 0) {
       const td = el("td", "muted", "no decisions yet")
       td.colSpan = 4
