@@ -11,6 +11,7 @@ import { Admission } from "../policy/Admission.js"
 import { registryOf, type ActivePolicy } from "../policy/ActivePolicy.js"
 import { KernelConfig } from "../KernelConfig.js"
 import { reconcile, type Action, type ReconcileContext } from "../heldcall/Reconciler.js"
+import { announceWith, type Announce } from "../heldcall/ReplyPath.js"
 import { foldUncommitted as fold } from "../heldcall/Reducer.js"
 import type { HeldEvent } from "../schema/Events.js"
 import type { HeldCallFacts } from "../schema/Facts.js"
@@ -44,6 +45,12 @@ export interface Handed {
    * on (the attestation that releases a call is answered once its commit holds it).
    */
   readonly firstCommit?: Deferred.Deferred<Loaded, LedgerError | AppendConflict>
+  /**
+   * The wake written with the first commit (heldcall/ReplyPath.ts), so another process finishes
+   * the call if this one stops; none when that commit carries the execution claim (its own wake
+   * says who drives). With nothing handed, it is written before the drive starts.
+   */
+  readonly announce?: Announce
 }
 
 /** Most plan/act rounds one drive makes before it yields (the call is requeued, never spun). */
@@ -147,9 +154,15 @@ export const makeDriver = Effect.gen(function* () {
    * One drive. `loaded` is the committed view; `view` is it with `pending` folded in (what the
    * next step plans on). `commit` appends `pending` as one append and runs what waits on it.
    */
-  const run = (heldId: string, first: Loaded | null, handed: ReadonlyArray<HeldEvent>, firstCommit?: Deferred.Deferred<Loaded, LedgerError | AppendConflict>) =>
+  /** Starts writing a command's wake (`Wakes.begin`: the write goes out with the next one); the effect awaits it. */
+  const announceWake = (heldId: string, announce: Announce): Effect.Effect<void, LedgerError> =>
+    announce === "none" ? Effect.void : wakes.begin(heldId, announce === "driving" ? { owner: config.owner, until: now() + config.leaseMs } : undefined)
+
+  const run = (heldId: string, first: Loaded | null, handed: ReadonlyArray<HeldEvent>, firstCommit?: Deferred.Deferred<Loaded, LedgerError | AppendConflict>, announce: Announce = "none") =>
     Effect.gen(function* () {
       if (first === null) return { facts: null, requeueMs: null } satisfies Driven
+      if (handed.length === 0 && announce !== "none") yield* announceWake(heldId, announce)
+      if (handed.length === 0 && firstCommit !== undefined) Deferred.unsafeDone(firstCommit, Exit.succeed(first))
       let loaded: Loaded = first
       let pending: Array<HeldEvent> = [...handed]
       let view: HeldCallFacts = fold(loaded.facts, pending)
@@ -162,6 +175,7 @@ export const makeDriver = Effect.gen(function* () {
       /** Commits `pending` (one append); false when a conflict dropped it and `loaded` was re-read. */
       const commit = Effect.gen(function* () {
         if (pending.length === 0) return true
+        const woken = handedPending ? announceWake(heldId, announceWith(announce, pending)) : Effect.void
         const r = yield* store.append(loaded, pending).pipe(Effect.either)
         const hooks = afterCommit
         pending = []
@@ -170,7 +184,10 @@ export const makeDriver = Effect.gen(function* () {
           const before = loaded.facts
           loaded = r.right
           view = loaded.facts
-          if (handedPending && firstCommit !== undefined) Deferred.unsafeDone(firstCommit, Exit.succeed(loaded))
+          if (handedPending) {
+            yield* woken
+            if (firstCommit !== undefined) Deferred.unsafeDone(firstCommit, Exit.succeed(loaded))
+          }
           handedPending = false
           effect = null
           yield* index(before, loaded.facts)
@@ -268,7 +285,7 @@ export const makeDriver = Effect.gen(function* () {
     )
 
   const driveFrom = (heldId: string, handed: Handed) => {
-    const started = store.serialized(heldId, run(heldId, handed.base, handed.pending, handed.firstCommit).pipe(Effect.provide(context)))
+    const started = store.serialized(heldId, run(heldId, handed.base, handed.pending, handed.firstCommit, handed.announce).pipe(Effect.provide(context)))
     const signal = handed.firstCommit
     if (signal === undefined) return started
     return started.pipe(Effect.onExit((exit) => (Exit.isFailure(exit) ? Deferred.failCause(signal, exit.cause) : Effect.void)))

@@ -35,14 +35,16 @@ const creates = (c: Command) => c._tag === "Propose" || c._tag === "ProposeRefus
  * writes (its commit is CAS'd on the view), not for one that writes nothing: a refusal or a
  * repeat decided on a view another process has moved on since (an acknowledgment of a delivery
  * another kernel made, refused as "not ended") would be a wrong answer. So a decision that
- * writes nothing is the answer only once it was made on facts caught up with the stream.
+ * writes nothing is the answer only once it was made on facts caught up with the stream. With
+ * `repeats`, such a decision that leaves the call work is handed to `commit` too (with no events).
  */
 export const decideUntilCommitted = <A, R>(
   store: HeldCallStore["Type"],
   heldId: string,
   command: Command,
   contextAt: () => DecideContext,
-  commit: (loaded: Loaded, decision: Decision) => Effect.Effect<A, AppendConflict | LedgerError, R>
+  commit: (loaded: Loaded, decision: Decision) => Effect.Effect<A, AppendConflict | LedgerError, R>,
+  options: { readonly repeats?: boolean } = {}
 ): Effect.Effect<Decided<A>, LedgerError, R> =>
   Effect.gen(function* () {
     let freshness: Freshness = "cached"
@@ -50,9 +52,13 @@ export const decideUntilCommitted = <A, R>(
       const loaded: Loaded = (attempt === 0 && creates(command) ? store.peek(heldId) : yield* store.load(heldId, freshness)) ?? { facts: initialFacts(heldId), revision: 0 }
       const decision = decide(command, loaded.facts, contextAt())
       if (decision.events.length === 0) {
-        if (freshness === "fresh") return { decision, written: null }
-        freshness = "fresh"
-        continue
+        if (freshness !== "fresh") {
+          freshness = "fresh"
+          continue
+        }
+        // A repeat that leaves the call work (its events were recorded by an earlier request, whose
+        // process may have stopped before it drove the call) is handed on with `repeats`.
+        if (decision.drive === undefined || options.repeats !== true) return { decision, written: null }
       }
       const r = yield* commit(loaded, decision).pipe(Effect.either)
       if (r._tag === "Right") return { decision, written: r.right }

@@ -3,8 +3,7 @@ import type { Freshness } from "../../ledger/HeldCallStore.js"
 import type { LedgerError } from "../../schema/LedgerError.js"
 import type { Driving, Wakes } from "../../ledger/Wakes.js"
 
-/** What follows a decision that leaves a call work: a drive forked to run on after the answer, a drive awaited, or none (the caller drives). */
-export type Follow = "fork" | "await" | "none"
+import type { Follow } from "../../heldcall/ReplyPath.js"
 
 /** The wake written before a drive: one that says who drives (`driving`), a plain one, or none (the drive's own claim writes one). */
 export type Announce = { readonly driving?: Driving } | "none"
