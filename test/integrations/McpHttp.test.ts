@@ -229,14 +229,67 @@ describe("wk mcp serve --http: an OAuth 2.1 protected resource", () => {
   })
 })
 
+describe("revocation", () => {
+  it("an expired token stops the next call on its session at once; the held call stays held, and its result reaches a session of the same principal only", async () => {
+    // Alice's short-lived client opens a session and proposes a write, which is held.
+    const { access_token } = await idp.token(Brief, resource.href)
+    const opened = await post(access_token)
+    const session = { "mcp-session-id": opened.headers.get("mcp-session-id")!, "mcp-protocol-version": "2025-06-18" }
+    expect((await post(access_token, { jsonrpc: "2.0", method: "notifications/initialized" }, session)).status).toBe(202)
+    const write = { jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "fs_write", arguments: { path: "/srv/out.txt", content: "x" } } }
+    const held = await post(access_token, write, { ...session, accept: "application/json, text/event-stream" })
+    const heldId = /"held_id":"(h_[0-9a-f]{32})"/.exec(await held.text())?.[1]
+    expect(heldId).toBeDefined()
+    // The token expires: the same request on the same session is refused before it reaches the kernel.
+    const exp = JSON.parse(Buffer.from(access_token.split(".")[1]!, "base64url").toString()).exp as number
+    await eventually(async () => Date.now() > exp * 1000 + 1000)
+    const refused = await post(access_token, { ...write, id: 4 }, session)
+    expect(refused.status).toBe(401)
+    const carol = clientFor(witnessConn, "user:carol")
+    expect((await carol.get(heldId!)).held?.["lifecycle"]).toBe("open")
+    expect(writes).toHaveLength(0)
+    // A witness approves: the write runs once.
+    expect((await carol.decide(heldId!, "human")).disposition).toBe("accepted")
+    await eventually(async () => writes.length === 1)
+    // Bob asks for Alice's result: his principal's session never receives it.
+    const bob = await connectClient(Bob)
+    const asBob = await call(bob, ResultTool, { held_id: heldId })
+    expect(asBob.structuredContent).toMatchObject({ status: "held" })
+    expect(textOf(asBob)).not.toContain("wrote")
+    // Alice, in a new session with a fresh token, gets it.
+    const alice = await connectClient(Alice)
+    expect(textOf(await call(alice, ResultTool, { held_id: heldId }))).toBe("wrote /srv/out.txt")
+    expect(writes).toHaveLength(1)
+  })
+
+  it("an admin removing a binding (a narrowing, applied at once) stops that subject's next call at the kernel, though the endpoint still maps it", async () => {
+    const alice = await connectClient(Alice)
+    expect(textOf(await call(alice, "fs_read", { path: "/srv/a" }))).toBe("read /srv/a")
+    const kernelConn = await connectAs(nats.servers, "kernel")
+    try {
+      const narrowed: Profile = { ...profile, identities: (profile.identities ?? []).filter((b) => !("subject" in b && b.subject === Alice.id)) }
+      const applied = await clientFor(kernelConn, "admin:root").applyPolicy(narrowed as never)
+      expect(applied.status).toBe(200)
+    } finally {
+      await kernelConn.close()
+    }
+    const r = await call(alice, "fs_read", { path: "/srv/b" })
+    expect(r.isError).toBe(true)
+    expect(textOf(r)).toContain(`no identity binding in force maps ${idp.issuer} '${Alice.id}' to agent:alice`)
+    // Bob's binding still holds.
+    const bob = await connectClient(Bob)
+    expect(textOf(await call(bob, "fs_read", { path: "/srv/c" }))).toBe("read /srv/c")
+  })
+})
+
 /** The envelope payloads of every call proposed for `tool`, from the record (WK_EVENTS), in order. */
 const proposedPayloads = async (tool: string): Promise<Array<Record<string, unknown>>> => {
-  const auditor = await connectAs(nats.servers, "kernel")
-  const jsm = await jetstreamManager(auditor)
+  const reader = await connectAs(nats.servers, "kernel")
+  const jsm = await jetstreamManager(reader)
   const out: Array<Record<string, unknown>> = []
   for (let seq = 1; ; ) {
     const m = await jsm.direct.getMessage(Streams.events, { next_by_subj: Subjects.events("*"), seq })
-    if (m === null) return (await auditor.close(), out)
+    if (m === null) return (await reader.close(), out)
     for (const { event } of /\.h_[0-9a-f]+$/.test(m.subject) ? eventsOfMessage(m.seq, m.data) : []) {
       const payload = (event as { type: string; envelope?: { payload: Record<string, unknown> } }).envelope?.payload
       if (event.type === "call.proposed" && payload?.["tool"] === tool) out.push(payload)
