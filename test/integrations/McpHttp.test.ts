@@ -1,5 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { createServer } from "node:net"
+import { spawn } from "node:child_process"
+import { mkdtempSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { repoRoot } from "../../runtime/cli/Paths.js"
+import { writeCatalog } from "../../runtime/integrations/mcp/ToolCatalog.js"
+import { applyPolicyWitnessed } from "../support/PolicyChange.js"
 import { SignJWT, generateKeyPair } from "jose"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
@@ -280,6 +287,49 @@ describe("revocation", () => {
     const bob = await connectClient(Bob)
     expect(textOf(await call(bob, "fs_read", { path: "/srv/c" }))).toBe("read /srv/c")
   })
+})
+
+describe("the wk mcp serve --http command", () => {
+  it("serves the endpoint from its config: keys it holds (mode 0600), bindings from the profile files, tools from the bridge's catalog", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "wk-mcp-http-"))
+    const cliResource = new URL(`http://127.0.0.1:${await freePort()}/team/mcp`)
+    const keyFile = join(dir, "bob.key.json")
+    const bobKey = devKeyPair("agent:bob")
+    writeFileSync(keyFile, JSON.stringify({ type: "ed25519", public_key: Buffer.from(bobKey.publicKey).toString("base64"), secret_key: Buffer.from(bobKey.secretKey).toString("base64") }), { mode: 0o600 })
+    // The organization's profile, as applied to the kernel, with a binding for this endpoint's resource.
+    const org = join(dir, "org.json")
+    writeFileSync(org, JSON.stringify({ ...profile, identities: [{ issuer: idp.issuer, audience: cliResource.href, subject: Bob.id, principal: "agent:bob" }] }))
+    const kernelConn = await connectAs(nats.servers, "kernel")
+    try {
+      const widened = { ...profile, identities: [...(profile.identities ?? []), { issuer: idp.issuer, audience: cliResource.href, subject: Bob.id, principal: "agent:bob" }] }
+      const root = clientFor(kernelConn, "admin:root")
+      const ops = clientFor(witnessConn, "admin:ops")
+      expect((await applyPolicyWitnessed(root, ops, widened)).status).toBe(200)
+    } finally {
+      await kernelConn.close()
+    }
+    const catalog = join(dir, "tools.json")
+    writeCatalog(catalog, upstream)
+    const config = join(dir, "wk-mcp-http.json")
+    writeFileSync(config, JSON.stringify({ listen: { host: "127.0.0.1", port: Number(cliResource.port) }, resource: cliResource.href, issuers: [{ issuer: idp.issuer }], principals: { "agent:bob": { key_file: keyFile } }, profiles: [org], catalog, hold_wait_ms: 200 }))
+    const proc = spawn(process.execPath, [join(repoRoot, "runtime/cli/wk.mjs"), "mcp", "serve", "--http", "--config", config], { env: { ...process.env, NATS_URL: `nats://${nats.servers}`, WK_CONFIG_DIR: mkdtempSync(join(tmpdir(), "wk-cfg-")) }, stdio: ["ignore", "pipe", "pipe"] })
+    try {
+      let out = ""
+      proc.stdout!.on("data", (d: Buffer) => (out += d.toString()))
+      proc.stderr!.on("data", (d: Buffer) => (out += d.toString()))
+      await eventually(async () => out.includes("listening on"), 90_000)
+      const client = new Client({ name: "bob via wk", version: "1.0.0" })
+      await client.connect(new StreamableHTTPClientTransport(cliResource, { authProvider: new ClientCredentialsProvider({ clientId: Bob.id, clientSecret: Bob.secret, expectedIssuer: idp.issuer }) }))
+      opened.push(client)
+      expect(textOf(await call(client, "fs_read", { path: "/srv/cli" }))).toBe("read /srv/cli")
+      // Alice's token is verified but maps to no principal this endpoint holds a key for.
+      const aliceToken = (await idp.token(Alice, cliResource.href)).access_token
+      const r = await fetch(cliResource, { method: "POST", headers: { "content-type": "application/json", accept: "application/json, text/event-stream", authorization: `Bearer ${aliceToken}` }, body: JSON.stringify(initialize) })
+      expect(r.status).toBe(403)
+    } finally {
+      proc.kill()
+    }
+  }, 150_000)
 })
 
 /** The envelope payloads of every call proposed for `tool`, from the record (WK_EVENTS), in order. */

@@ -16,7 +16,7 @@ export const Upstream = Schema.Union(StdioUpstream, HttpUpstream)
 export type Upstream = typeof Upstream.Type
 
 /** Upstream server names prefix their tools' kernel names (`<server>_<tool>`), so they are lowercase tokens. */
-const ServerName = Schema.String.pipe(Schema.pattern(/^[a-z][a-z0-9_]{0,30}$/, { message: () => "server names are lowercase letters, digits and '_', starting with a letter (at most 31)" }))
+export const ServerName = Schema.String.pipe(Schema.pattern(/^[a-z][a-z0-9_]{0,30}$/, { message: () => "server names are lowercase letters, digits and '_', starting with a letter (at most 31)" }))
 
 /**
  * `wk mcp --config FILE`: who the governed MCP client acts as, where the kernel is, and which
@@ -57,7 +57,7 @@ export const BridgeConfig = Schema.Struct({
 })
 export type BridgeConfig = typeof BridgeConfig.Type
 
-const issueOf = (source: string, e: ParseResult.ParseError): string => {
+export const issueOf = (source: string, e: ParseResult.ParseError): string => {
   const issue = ParseResult.ArrayFormatter.formatErrorSync(e)[0]
   return `${source}: ${issue === undefined ? e.message : `${issue.path.length > 0 ? issue.path.join(".") : "(top)"}: ${issue.message}`}`
 }
