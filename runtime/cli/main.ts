@@ -17,6 +17,8 @@ type AnyCommand = Command.Command<string, never, unknown, unknown>
 
 /** `wk mcp init`: set up governed MCP in one step. */
 const mcpInit = { name: "mcp", summary: "set up governed MCP in one step: client config, bridge config, key and NATS user, suggested profile", module: "McpInitCommand", export: "mcpInitCommand" }
+/** `wk mcp serve --http`: the governed MCP endpoint for a team over streamable HTTP with OAuth 2.1. */
+const mcpServe = { name: "mcp", summary: "serve governed MCP tools to a team over streamable HTTP with OAuth 2.1 bearer tokens", module: "McpServeCommand", export: "mcpServeCommand" }
 
 /** Every top-level command: its name, one line for `wk --help`, and the module and export that define it. */
 const registry: ReadonlyArray<{ name: string; summary: string; module: string; export: string }> = [
@@ -120,8 +122,8 @@ const main = async () => {
   if (first === undefined || first === "-h" || first === "--help" || first === "help") return console.log(rootHelp())
   if (first === "--version" || first === "-V") return console.log(version())
   const completions = first === "--completions"
-  // `wk mcp init` is a command tree of its own (McpInitCommand.ts): `wk mcp` itself takes options, not subcommands.
-  const entry = first === "mcp" && args[1] === "init" ? mcpInit : registry.find((c) => c.name === first)
+  // `wk mcp init` and `wk mcp serve` are command trees of their own (McpInitCommand.ts, McpServeCommand.ts): `wk mcp` itself takes options, not subcommands.
+  const entry = first === "mcp" && args[1] === "init" ? mcpInit : first === "mcp" && args[1] === "serve" ? mcpServe : registry.find((c) => c.name === first)
   if (entry === undefined && !completions) usage(`unknown command '${first}' (see \`wk --help\`)`)
   const entries = completions ? registry : [entry!]
   const loaded = await load([...new Set(entries.map((e) => e.module))])
