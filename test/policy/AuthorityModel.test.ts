@@ -256,3 +256,17 @@ describe("a veto a plugin's contract names", () => {
     ])
   })
 })
+
+describe("an identity binding (a bearer token acting as a principal)", () => {
+  const binding = { issuer: "https://idp.example.com", audience: "https://wk.example.com/mcp", subject: "alice-agent", principal: "agent:alice" }
+  const org: Profile = { name: "acme", principals: { "agent:alice": { keys: [key(0)], classes: ["agent"] } }, grants: { "agent:alice": ["money_transfer"] } }
+  it("adding one is a widening that names the principal and the token; removing it narrows", () => {
+    expect(widens([org], [{ ...org, identities: [binding] }]).map((w) => `${w.field}: ${w.message}`)).toEqual([
+      "identities: agent:alice: acts for bearer tokens of https://idp.example.com for https://wk.example.com/mcp with subject 'alice-agent'"
+    ])
+    expect(widens([{ ...org, identities: [binding] }], [org])).toEqual([])
+    // A group binding is a power of its own: another way in.
+    const group = { issuer: binding.issuer, audience: binding.audience, group: "ci", principal: "agent:alice" }
+    expect(widens([{ ...org, identities: [binding] }], [{ ...org, identities: [binding, group] }]).map((w) => w.message)).toEqual(["agent:alice: acts for bearer tokens of https://idp.example.com for https://wk.example.com/mcp in group 'ci'"])
+  })
+})
