@@ -1,6 +1,6 @@
 // The work a call of the bench profile cannot skip, however a kernel is written, as plain code.
 // An ALLOW: the request parsed, its ed25519 signature checked and its payload decoded; the call's
-// digest; the profile's four plugin stages as bare in-process Extism calls of their fuel-metered
+// digest; the profile's plugin stages in scope for the call's tool as bare in-process Extism calls of their fuel-metered
 // wasm (JCS and sha256 of each input, each output parsed and decoded with the stage's schema); the
 // call's two commits encoded and chained, stage records included. A held call's release: the
 // witness's attestation parsed, checked and decoded, bound to the held call; the commit it
@@ -14,12 +14,13 @@ import { Either, Schema } from "effect"
 import { repoRoot } from "../../runtime/cli/Paths.js"
 import { FuelExport, meterModule } from "../../runtime/plugins/internal/wasmMeter.js"
 import { AdjudicateOutput, AdmitOutput, TransformOutput } from "../../runtime/schema/StageIO.js"
-import { callDigest, canonicalize, sha256Hex } from "../../runtime/schema/Canonical.js"
+import { canonicalize, sha256Hex } from "../../runtime/schema/Canonical.js"
+import { adjudicateInputText, callText, canonicalCall, configText, proposalText, transformInputText, type CanonicalCall } from "../../runtime/plugins/StageInputs.js"
 import { chainCommit, commitDigest, encodeCommit, type Commit } from "../../runtime/schema/Commit.js"
 import type { Envelope } from "../../runtime/schema/Envelope.js"
 import { envelopeSignatureValid } from "../../runtime/schema/EnvelopeSignature.js"
 import type { JsonObject, JsonValue } from "../../runtime/schema/Json.js"
-import { resolvePin } from "../../runtime/schema/PluginPin.js"
+import { pinAppliesTo, resolvePin, type PluginPin } from "../../runtime/schema/PluginPin.js"
 import { AttestPayload, ProposePayload } from "../../runtime/schema/Requests.js"
 import { benchProfile } from "../BenchProfile.js"
 
@@ -28,19 +29,21 @@ const PluginModule = "plugin"
 const encoder = new TextEncoder()
 const decoder = new TextDecoder()
 
-/** A proposal that passed: its envelope, its decoded payload and its call digest. */
+/** A proposal that passed: its envelope, its decoded payload, its call with the arguments' JCS text, and its call digest. */
 export interface Accepted {
   readonly envelope: Envelope
   readonly payload: typeof ProposePayload.Type
+  readonly call: CanonicalCall
   readonly callDigest: string
 }
 
 /** One plugin stage's record, as commit A or B carries it. */
 export interface StageRecord {
   readonly stage: string
-  readonly input: JsonValue
-  readonly inputDigest: string
-  readonly output: unknown
+  readonly inputDigest?: string
+  readonly output?: unknown
+  /** Set when the pin does not apply to the call's tool: the tool it was not run for. */
+  readonly notInScope?: string
 }
 
 /** An attestation that passed: its envelope and decoded payload. */
@@ -81,7 +84,9 @@ export interface CallWork {
 /** One stage of the bench profile on its plugin's metered wasm; calls to one plugin run one at a time. */
 interface StageRunner {
   readonly stage: string
-  readonly config: JsonValue
+  readonly pin: PluginPin
+  /** JCS text of the pin's config, once. */
+  readonly config: string
   readonly run: (text: string) => Promise<unknown>
 }
 
@@ -118,7 +123,7 @@ const stageRunners = async (): Promise<{ runners: Array<StageRunner>; plugins: A
         last = next
         return next
       }
-      runners.push({ stage, config: resolvePin(pin).config as JsonValue, run })
+      runners.push({ stage, pin, config: configText(resolvePin(pin).config), run })
     }
   }
   return { runners, plugins }
@@ -129,14 +134,10 @@ export const loadCallWork = async (): Promise<CallWork> => {
   const of = (stage: string) => runners.filter((r) => r.stage === stage)
   const [transform, adjudicators, admission] = [of("transform"), of("adjudicate"), of("admit")]
 
-  const proposalOf = (c: Accepted): JsonObject => {
-    const p = c.payload
-    return { principal: p.principal, session_id: p.session_id, turn_id: p.turn_id, call_id: p.call_id, tool: p.tool, args: p.args as JsonObject }
-  }
-  const start = (r: StageRunner, input: JsonValue): Promise<StageRecord> => {
-    const text = canonicalize(input)
+  /** Runs a stage on its input's JCS text (built from parts canonicalized once, as the kernel does). */
+  const start = (r: StageRunner, text: string): Promise<StageRecord> => {
     const inputDigest = sha256Hex(text)
-    return r.run(text).then((output) => ({ stage: r.stage, input, inputDigest, output }))
+    return r.run(text).then((output) => ({ stage: r.stage, inputDigest, output }))
   }
 
   /** A signed request parsed, its signature checked and its payload decoded with `decode`; throws on a bad one. */
@@ -150,24 +151,32 @@ export const loadCallWork = async (): Promise<CallWork> => {
 
   const accept = (request: Uint8Array): Accepted => {
     const { envelope, payload } = signed(request, decodeProposal)
-    return { envelope, payload, callDigest: callDigest(payload.tool, payload.args) }
+    const call = canonicalCall(payload.tool, payload.args as JsonObject)
+    return { envelope, payload, call, callDigest: sha256Hex(callText(call)) }
   }
 
   const adjudicate = async (c: Accepted, now: number): Promise<Array<StageRecord>> => {
-    const proposal = proposalOf(c)
+    const p = c.payload
+    // The arguments are canonicalized once (the call digest and every stage input reuse the text).
+    const proposal = proposalText(p, c.call)
     const records: Array<StageRecord> = []
-    for (const r of transform) records.push(await start(r, { stage: "transform", proposal, depth: 0, config: r.config, now }))
-    const running = adjudicators.map((r) => start(r, { stage: "adjudicate", proposal, config: r.config, now }))
-    for (const p of running) records.push(await p)
+    // A pin scoped to other tools is not run, only recorded (as the kernel records it).
+    for (const r of transform) records.push(pinAppliesTo(r.pin, p.tool) ? await start(r, transformInputText(proposal, 0, r.config, now)) : { stage: r.stage, notInScope: p.tool })
+    const running = adjudicators.map((r) => (pinAppliesTo(r.pin, p.tool) ? start(r, adjudicateInputText(proposal, r.config, now)) : Promise.resolve<StageRecord>({ stage: r.stage, notInScope: p.tool })))
+    for (const x of running) records.push(await x)
     return records
   }
 
   const admit = async (p: { readonly principal: string; readonly tool: string; readonly args: unknown }, result: JsonValue, now: number): Promise<StageRecord> => {
     const r = admission[0]!
-    return start(r, { stage: "admit", principal: p.principal, tool: p.tool, args: p.args as JsonObject, result, config: r.config, now })
+    return start(r, canonicalize({ stage: "admit", principal: p.principal, tool: p.tool, args: p.args as JsonObject, result, config: JSON.parse(r.config) as JsonValue, now }))
   }
 
-  const decisionOf = (s: StageRecord) => ({ by: "plugin:bench@1.0.0", digest: "0".repeat(64), input_digest: s.inputDigest, output: { stage: s.stage, ...(s.stage !== "admit" ? { input: s.input } : {}), result: s.output } })
+  // Input digests, not copies: the auditor re-derives each input from the proposal (StageInputs.ts).
+  const decisionOf = (s: StageRecord) =>
+    s.notInScope !== undefined
+      ? { by: "plugin:bench@1.0.0", digest: "0".repeat(64), output: { stage: s.stage, scope: "not_in_scope", tool: s.notInScope } }
+      : { by: "plugin:bench@1.0.0", digest: "0".repeat(64), input_digest: s.inputDigest, output: { stage: s.stage, result: s.output } }
 
   /** The fields every event of the call's first generation carries at `now`. */
   const baseOf = (heldId: string, now: number) => ({ held_id: heldId, generation: 1, at: new Date(now).toISOString() })

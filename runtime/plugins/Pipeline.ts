@@ -6,7 +6,7 @@ import { isNarrowingPin, type ActivePolicy } from "../policy/ActivePolicy.js"
 import { floorRefusal } from "../policy/KernelFloor.js"
 import { Adjudicator, type Adjudication, type AdjudicationInput } from "../policy/Adjudicator.js"
 import { Admission, type AdmissionInput, type AdmissionOutcome } from "../policy/Admission.js"
-import { callDigest } from "../schema/Canonical.js"
+import { sha256Hex } from "../schema/Canonical.js"
 import type { Decision, Reason, Verdict } from "../schema/Events.js"
 import type { JsonObject, JsonValue } from "../schema/Json.js"
 import type { WitnessContract } from "../schema/WitnessContract.js"
@@ -16,7 +16,8 @@ import type { Stage } from "../schema/PluginManifest.js"
 import { layerPluginHost, PluginHost, type Invocation, type LoadedPlugin } from "./PluginHost.js"
 import type { PluginSource } from "./PluginSource.js"
 import type { PluginLoadError } from "./PluginError.js"
-import { pinIdentity, pinLabel, resolvePin, type PluginPin } from "../schema/PluginPin.js"
+import { pinAppliesTo, pinIdentity, pinLabel, resolvePin, type PluginPin } from "../schema/PluginPin.js"
+import { adjudicateInputText, callText, canonicalCall, configText, proposalText, transformInputText, type CanonicalCall } from "./StageInputs.js"
 import { AdjudicateOutput, AdmitOutput, TransformOutput, WitnessContractOutput, type ProposalIO, type WitnessPresentation } from "../schema/StageIO.js"
 
 /** Transforms may chain at most this many times before the call is denied. */
@@ -63,12 +64,31 @@ export const pluginDecision = (
   ...(inv !== undefined ? { input_digest: inv.inputDigest } : {}),
   output: {
     stage,
-    // Admission inputs carry the tool result: record only its digest, never the bytes again.
-    ...(inv !== undefined && stage !== "admit" ? { input: inv.input } : {}),
+    // The input is copied only where the log cannot re-derive it: admission inputs carry the tool
+    // result (the auditor rebuilds them from effect.recorded); transform and adjudicate inputs are
+    // the proposal, the pin's config and the clock (StageInputs.ts `deriveAdjudicationInputs`).
+    ...(inv !== undefined && recordsInput(stage) ? { input: inv.input } : {}),
     ...body
   },
   ...(inv !== undefined && inv.hostValues.length > 0 ? { host_values: inv.hostValues.map(hostValueJson) } : {})
 })
+
+/** Stages whose decision record carries a copy of its input: those the log cannot re-derive it for. */
+export const recordsInput = (stage: Stage): boolean => stage === "witness_contract" || stage === "observe"
+
+/**
+ * The record of a pin's stage that was not run because the pin does not apply to the call's tool
+ * (`PluginPin.tools`): `{by, digest, output: {stage, scope: "not_in_scope", tool}}`. No input
+ * digest, no result: the plugin was not called. The auditor checks it against the pin's scope.
+ */
+export const notInScopeDecision = (pin: PluginPin, stage: Stage, tool: string): Decision => ({
+  by: pluginBy(pin),
+  digest: pin.sha256,
+  output: { stage, scope: NotInScope, tool }
+})
+
+/** The `scope` of a not-in-scope record's output. */
+export const NotInScope = "not_in_scope"
 
 const hostValueJson = (h: HostValue): JsonValue => ({ fn: h.fn, arg: h.arg, ...(h.fault !== undefined ? { fault: h.fault } : { value: h.value ?? null }) })
 
@@ -92,8 +112,9 @@ const callStage = <A, I>(
   stage: Stage,
   schema: Schema.Schema<A, I>,
   input: JsonValue,
-  call: { readonly principal: string; readonly now: number }
-): Effect.Effect<Call<A>> => Effect.flatten(startStage(plugins, pin, stage, schema, input, call))
+  call: { readonly principal: string; readonly now: number },
+  text?: string
+): Effect.Effect<Call<A>> => Effect.flatten(startStage(plugins, pin, stage, schema, input, call, text))
 
 /**
  * `callStage` in two steps: the outer effect loads the plugin and hands the call to its
@@ -105,13 +126,14 @@ const startStage = <A, I>(
   stage: Stage,
   schema: Schema.Schema<A, I>,
   input: JsonValue,
-  call: { readonly principal: string; readonly now: number }
+  call: { readonly principal: string; readonly now: number },
+  text?: string
 ): Effect.Effect<Effect.Effect<Call<A>>> =>
   // Plain combinators, not a generator: this runs for every plugin call of every proposal.
   Effect.matchEffect(plugins.host.load(pin), {
     onFailure: (e) => Effect.succeed(Effect.succeed<Call<A>>({ result: loadFault(e), inv: undefined })),
     onSuccess: (plugin) => {
-      const started = Effect.map(plugins.host.start(plugin, stage, input, grantedHostHandler(plugin.pin, call, plugins.env)), (running) =>
+      const started = Effect.map(plugins.host.start(plugin, stage, input, grantedHostHandler(plugin.pin, call, plugins.env), text), (running) =>
         Effect.flatMap(running, (inv) => {
           kernelMetrics.pluginSeconds.observe({ plugin: plugin.pin.name, plugin_version: plugin.pin.version, stage, status: inv.raw.status }, inv.raw.elapsedMs / 1000)
           if (inv.raw.fuel !== undefined) kernelMetrics.pluginFuel.observe({ plugin: plugin.pin.name, plugin_version: plugin.pin.version, stage }, inv.raw.fuel)
@@ -189,10 +211,12 @@ export const adjudicateWith = (
     const { proposal, policy, now } = input
     const ctx = { principal: proposal.principal, now }
     const decisions: Decision[] = []
-    let current: { tool: string; args: JsonObject } = { tool: proposal.tool, args: proposal.args }
+    // The call's arguments are canonicalized once; every stage input is built from that text.
+    let current: CanonicalCall = canonicalCall(proposal.tool, proposal.args)
+    let currentText = proposalText(proposal, current)
     const transforms = pinsFor(policy, "transform")
     // Digests of every call in the transform chain (only needed when there are transforms).
-    const seen = new Set(transforms.length > 0 ? [callDigest(current.tool, current.args)] : [])
+    const seen = new Set(transforms.length > 0 ? [sha256Hex(callText(current))] : [])
     let depth = 0
 
     let presentation: WitnessPresentation | undefined
@@ -203,7 +227,7 @@ export const adjudicateWith = (
           reasons,
           ...(contract !== undefined ? { contract } : {}),
           decisions,
-          executed: current,
+          executed: { tool: current.tool, args: current.args },
           ...(verdict === "REQUIRE_WITNESS" && presentation !== undefined ? { presentation } : {})
         })
       )
@@ -212,8 +236,12 @@ export const adjudicateWith = (
 
     restart: for (;;) {
       for (const pin of transforms) {
-        const stageInput = { stage: "transform", proposal: proposalOf(proposal, current), depth, config: resolvePin(pin).config, now }
-        const { result, inv } = yield* callStage(plugins, pin, "transform", TransformOutput, stageInput, ctx)
+        if (!pinAppliesTo(pin, current.tool)) {
+          decisions.push(notInScopeDecision(pin, "transform", current.tool))
+          continue
+        }
+        const text = transformInputText(currentText, depth, configText(resolvePin(pin).config), now)
+        const { result, inv } = yield* callStage(plugins, pin, "transform", TransformOutput, null, ctx, text)
         if (!result.ok) {
           const fallback = resolvePin(pin).fallback
           decisions.push(pluginDecision(pin, "transform", inv, { fault: result.fault, message: result.message, fallback }))
@@ -223,34 +251,45 @@ export const adjudicateWith = (
         if (result.value.action === "keep") continue
         const by = pluginBy(pin)
         if (result.value.action === "reject") return yield* finish("DENY", [{ by, reason: result.value.reason }])
-        const next = { tool: result.value.tool, args: result.value.args }
-        if (seen.has(callDigest(next.tool, next.args))) return yield* finish("DENY", [{ by, reason: `transform loop: ${next.tool} was already proposed in this chain` }])
+        const next = canonicalCall(result.value.tool, result.value.args)
+        const nextDigest = sha256Hex(callText(next))
+        if (seen.has(nextDigest)) return yield* finish("DENY", [{ by, reason: `transform loop: ${next.tool} was already proposed in this chain` }])
         if (++depth > MaxTransformDepth) return yield* finish("DENY", [{ by, reason: `transform depth over the bound of ${MaxTransformDepth}` }])
         // A transform never inherits authority: the replacement passes the kernel floor itself
         // (grants, and no kernel tool), then every transform and adjudicator from the start.
         const refused = floorRefusal(policy, proposal.principal, next.tool)
         if (refused !== undefined) return yield* finish("DENY", [{ by, reason: `transform to ${next.tool} refused: ${refused}` }])
-        seen.add(callDigest(next.tool, next.args))
+        seen.add(nextDigest)
         current = next
+        currentText = proposalText(proposal, current)
         continue restart
       }
       break
     }
 
-    const opinions: Opinion[] = [...builtIn(current)]
+    const opinions: Opinion[] = [...builtIn({ tool: current.tool, args: current.args })]
     for (const o of opinions) decisions.push({ by: o.by, output: o.verdict })
     // Adjudicators are independent opinions on the same call: each is handed to its worker
     // before any is awaited, so they run side by side; they are folded in pin order.
     const adjudicators = pinsFor(policy, "adjudicate")
-    const running: Array<Effect.Effect<Call<typeof AdjudicateOutput.Type>>> = []
+    const running: Array<Effect.Effect<Call<typeof AdjudicateOutput.Type>> | undefined> = []
     for (const pin of adjudicators) {
-      const stageInput = { stage: "adjudicate", proposal: proposalOf(proposal, current), config: resolvePin(pin).config, now }
-      running.push(yield* startStage(plugins, pin, "adjudicate", AdjudicateOutput, stageInput, ctx))
+      if (!pinAppliesTo(pin, current.tool)) {
+        running.push(undefined)
+        continue
+      }
+      const text = adjudicateInputText(currentText, configText(resolvePin(pin).config), now)
+      running.push(yield* startStage(plugins, pin, "adjudicate", AdjudicateOutput, null, ctx, text))
     }
     for (let i = 0; i < adjudicators.length; i++) {
       const pin = adjudicators[i]!
+      const started = running[i]
+      if (started === undefined) {
+        decisions.push(notInScopeDecision(pin, "adjudicate", current.tool))
+        continue
+      }
       const role = isNarrowingPin(policy, pin) ? ("narrowing" as const) : ("authority" as const)
-      const { result, inv } = yield* running[i]!
+      const { result, inv } = yield* started
       if (result.ok) {
         decisions.push(pluginDecision(pin, "adjudicate", inv, { result: result.value }))
         opinions.push({ by: pluginBy(pin), ...result.value, role })
@@ -266,6 +305,10 @@ export const adjudicateWith = (
 
     const offered: Offer[] = []
     for (const pin of pinsFor(policy, "witness_contract")) {
+      if (!pinAppliesTo(pin, current.tool)) {
+        decisions.push(notInScopeDecision(pin, "witness_contract", current.tool))
+        continue
+      }
       const stageInput = {
         stage: "witness_contract",
         proposal: proposalOf(proposal, current),
@@ -306,6 +349,10 @@ const observe = (
 ): Effect.Effect<void> =>
   Effect.gen(function* () {
     for (const pin of pinsFor(policy, "observe")) {
+      if (!pinAppliesTo(pin, event.tool)) {
+        decisions.push(notInScopeDecision(pin, "observe", event.tool))
+        continue
+      }
       const stageInput = { stage: "observe", ...event, config: resolvePin(pin).config, now }
       const { result, inv } = yield* callStage(plugins, pin, "observe", Schema.Unknown, stageInput, { principal: event.principal, now })
       decisions.push(pluginDecision(pin, "observe", inv, result.ok ? { result: {} } : { fault: result.fault, message: result.message, fallback: "ignore" }))
@@ -322,6 +369,10 @@ export const admitWith = (plugins: Plugins, input: AdmissionInput): Effect.Effec
     const decisions: Decision[] = []
     const opinions: AdmitOpinion[] = []
     for (const pin of pinsFor(input.policy, "admit")) {
+      if (!pinAppliesTo(pin, input.tool)) {
+        decisions.push(notInScopeDecision(pin, "admit", input.tool))
+        continue
+      }
       const stageInput = { stage: "admit", principal: input.principal, tool: input.tool, args: input.args, result: input.result, config: resolvePin(pin).config, now }
       const { result, inv } = yield* callStage(plugins, pin, "admit", AdmitOutput, stageInput, { principal: input.principal, now })
       if (result.ok) {

@@ -51,9 +51,10 @@ export class PluginHost extends Context.Tag("wk/PluginHost")<
     /**
      * `invoke` in two steps: running the outer effect hands the call to the plugin's worker,
      * the inner one awaits its end. Calls of several plugins started before any is awaited run
-     * side by side, each on its own worker, with no fiber per call.
+     * side by side, each on its own worker, with no fiber per call. `text`, when given, is the
+     * JCS text of `input` already built (StageInputs.ts), sent and hashed as it is.
      */
-    readonly start: (plugin: LoadedPlugin, stage: Stage, input: JsonValue, host: HostHandler) => Effect.Effect<Effect.Effect<Invocation>>
+    readonly start: (plugin: LoadedPlugin, stage: Stage, input: JsonValue, host: HostHandler, text?: string) => Effect.Effect<Effect.Effect<Invocation>>
   }
 >() {}
 
@@ -221,10 +222,10 @@ export const makePluginHost = Effect.gen(function* () {
       )
     })
 
-  const start = (plugin: LoadedPlugin, stage: Stage, input: JsonValue, host: HostHandler): Effect.Effect<Effect.Effect<Invocation>> =>
+  const encoder = new TextEncoder()
+  const start = (plugin: LoadedPlugin, stage: Stage, input: JsonValue, host: HostHandler, text?: string): Effect.Effect<Effect.Effect<Invocation>> =>
     Effect.sync(() => {
-      const text = canonicalize(input)
-      const bytes = new TextEncoder().encode(text)
+      const bytes = encoder.encode(text ?? canonicalize(input))
       const hostValues: HostValue[] = []
       // Keeps synchronous answers synchronous (in-process plugins need them).
       const recording: HostHandler = (fn, arg) => {

@@ -103,13 +103,15 @@ export const makeRerunSession = (): RerunSession => {
 /**
  * Re-runs a recorded plugin decision from the pinned wasm: checks the bytes against the
  * recorded digest and the input against the recorded input digest, serves host functions
- * from the recorded values in order, and compares the outcome. `input` is needed for
- * admission decisions (their record holds only the digest of the tool result).
+ * from the recorded values in order, and compares the outcome. The input is needed where the
+ * record keeps only its digest: admission decisions (`input`, rebuilt from the tool result), and
+ * transform and adjudicate decisions (`inputText`, the JCS text re-derived by StageInputs.ts
+ * `deriveAdjudicationInputs` from the proposal, the decisions before it and the pin's config).
  */
 export const rerunDecision = (
   bytes: Uint8Array,
   decision: Decision,
-  options: { readonly input?: JsonValue; readonly timeout_ms?: number; readonly memory_max_pages?: number; readonly isolation?: "auto" | "worker"; readonly session?: RerunSession } = {}
+  options: { readonly input?: JsonValue; readonly inputText?: string; readonly timeout_ms?: number; readonly memory_max_pages?: number; readonly isolation?: "auto" | "worker"; readonly session?: RerunSession } = {}
 ): Effect.Effect<RerunResult, RerunError> =>
   Effect.gen(function* () {
     const fail = (detail: string) => new RerunError({ plugin: decision.by, detail })
@@ -119,9 +121,9 @@ export const rerunDecision = (
     if (Either.isLeft(out)) return yield* Effect.fail(fail("the decision output is not a plugin decision record"))
     const { stage } = out.right
     const input = options.input ?? (out.right.input as JsonValue | undefined)
-    if (input === undefined) return yield* Effect.fail(fail("no input: pass the stage input for admission decisions"))
-    const inputText = canonicalize(input)
-    const inputDigest = sha256Hex(inputText)
+    const text = options.inputText ?? (input === undefined ? undefined : canonicalize(input))
+    if (text === undefined) return yield* Effect.fail(fail("no input: the record keeps only its digest; pass the stage input re-derived from the log"))
+    const inputDigest = sha256Hex(text)
     if (inputDigest !== decision.input_digest) return yield* Effect.fail(fail(`the input digests to ${inputDigest}, the decision records ${decision.input_digest ?? "(none)"}`))
     const recordedHost = Schema.decodeUnknownEither(Schema.Array(HostValueJson))(decision.host_values ?? [])
     if (Either.isLeft(recordedHost)) return yield* Effect.fail(fail("host_values are malformed"))
@@ -134,7 +136,7 @@ export const rerunDecision = (
     const runnerKey = `${digest}|${pages}|${options.isolation ?? "auto"}|${stage}`
     const runner: Runner = yield* Effect.tryPromise({ try: () => (session !== undefined ? session.runner(runnerKey, start) : start()), catch: (e) => fail(String(e)) })
     const raw = yield* Effect.promise(() =>
-      runner.call(stage, new TextEncoder().encode(inputText), options.timeout_ms ?? PinDefaults.timeout_ms, replayHostHandler(recordedHost.right as ReadonlyArray<HostValue>))
+      runner.call(stage, new TextEncoder().encode(text), options.timeout_ms ?? PinDefaults.timeout_ms, replayHostHandler(recordedHost.right as ReadonlyArray<HostValue>))
     ).pipe(Effect.ensuring(session !== undefined ? Effect.void : Effect.promise(() => runner.close())))
     const recorded: JsonValue = out.right.fault !== undefined ? { fault: out.right.fault } : { result: (out.right.result ?? null) as JsonValue }
     let rerun: JsonValue

@@ -3,7 +3,7 @@ import { termKey } from "../schema/EvidenceTerm.js"
 import type { Profile, ToolRule } from "../schema/Profile.js"
 import type { WitnessContract, WitnessRule } from "../schema/WitnessContract.js"
 import { missingConjuncts } from "../schema/WitnessRule.js"
-import { pinIdentity, pinLabel, resolvePin, type PluginPin } from "../schema/PluginPin.js"
+import { pinIdentity, pinLabel, resolvePin, scopeDropped, type PluginPin } from "../schema/PluginPin.js"
 import { canonicalize } from "../schema/Canonical.js"
 import { activePolicy, isNarrowingProfile, tiersOf, type ActivePolicy } from "./ActivePolicy.js"
 import { DefaultContract } from "./RuleAdjudicator.js"
@@ -168,7 +168,17 @@ const pinWidenings = (before: ReadonlyArray<Profile>, after: ReadonlyArray<Profi
       if (next === undefined) out.push({ field: `plugins.${pin.name}`, message: `plugin ${pinLabel(pin)} is unpinned from ${where}` })
       else {
         changed.add(pin.name)
-        out.push({ field: `plugins.${pin.name}`, message: `plugin ${pinLabel(pin)} at ${where} changes its ${pinDiff(pin, next).join(", ")}` })
+        const diff = pinDiff(pin, next)
+        const dropped = scopeDropped(resolvePin(pin).tools, resolvePin(next).tools)
+        // A pin that stops applying to a tool no longer checks its calls: always a widening.
+        if (dropped.length > 0) out.push({ field: `plugins.${pin.name}.tools`, message: `plugin ${pinLabel(pin)} at ${where} stops applying to ${dropped.join(", ")}` })
+        const others = diff.filter((k) => k !== "tools")
+        if (others.length > 0) out.push({ field: `plugins.${pin.name}`, message: `plugin ${pinLabel(pin)} at ${where} changes its ${others.join(", ")}` })
+        // Applying to more tools only narrows where the pin only narrows: an admission or observer
+        // pin, or any pin of a project or user layer. A floor or organization pin that adjudicates,
+        // transforms or provides contracts reaches calls it did not reach before.
+        else if (dropped.length === 0 && diff.includes("tools") && !narrowing && pin.stages.some((st) => st === "adjudicate" || st === "transform" || st === "witness_contract"))
+          out.push({ field: `plugins.${pin.name}.tools`, message: `plugin ${pinLabel(pin)} at ${where} applies to more tools (${resolvePin(next).tools.join(", ")}): it can allow, change or hold calls it did not reach` })
       }
     }
     if (narrowing) continue

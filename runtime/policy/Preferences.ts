@@ -148,17 +148,21 @@ export interface Replacement {
 
 const isObject = (v: JsonValue | undefined): v is JsonObject => typeof v === "object" && v !== null && !Array.isArray(v)
 
-/** The replacements in an adjudication's decision records, in the order they applied. */
-export const replacementsOf = (decisions: ReadonlyArray<Decision>): ReadonlyArray<Replacement> => {
+/**
+ * The replacements in an adjudication's decision records, in the order they applied. Each
+ * replaces the call the one before it produced, the first the proposal of `proposedTool` (the
+ * records hold each transform's result, not a copy of its input).
+ */
+export const replacementsOf = (decisions: ReadonlyArray<Decision>, proposedTool: string): ReadonlyArray<Replacement> => {
   const out: Array<Replacement> = []
+  let from = proposedTool
   for (const d of decisions) {
     const o = d.output
     if (!isObject(o) || o["stage"] !== "transform" || !isObject(o["result"]) || o["result"]["action"] !== "replace") continue
-    const input = isObject(o["input"]) && isObject(o["input"]["proposal"]) ? o["input"]["proposal"] : undefined
-    const from = typeof input?.["tool"] === "string" ? input["tool"] : ""
     const to = String(o["result"]["tool"])
     const kind = from !== to ? "substitution" : o["result"]["kind"] === "canonicalize" ? "canonicalize" : "rewrite"
     out.push({ by: d.by, from, to, kind })
+    from = to
   }
   return out
 }
@@ -185,7 +189,7 @@ export const applyPreferences = (
   registry?: WitnessRegistry
 ): Adjudication => {
   if (a.verdict === "DENY") return a
-  const replacements = replacementsOf(a.decisions)
+  const replacements = replacementsOf(a.decisions, proposed.tool)
   const posture = prefs.transforms
   const forbidden = replacements.find((r) => r.kind === "substitution" && posture?.substitution === "forbid")
   if (forbidden !== undefined) {

@@ -3,6 +3,9 @@ import { canonicalize } from "./Canonical.js"
 import { JsonValue } from "./Json.js"
 import { Capabilities, Egress, PluginName, PublicKey, Sha256Hex, Stage } from "./PluginManifest.js"
 
+/** A tool name, or a prefix of tool names ending in `*` (`fs_*`). */
+export const ToolPattern = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_.:-]{1,128}\*?$|^\*$/, { message: () => "expected a tool name, optionally ending in '*' (or '*' alone: every tool)" }))
+
 /** Defaults a pin gets for the fields it leaves out. */
 export const PinDefaults = {
   timeout_ms: 50,
@@ -25,6 +28,12 @@ export const PluginPin = Schema.Struct({
   signer: PublicKey,
   /** Stages granted (a subset of what the manifest declares). */
   stages: Schema.Array(Stage).pipe(Schema.minItems(1)),
+  /**
+   * The tools the pin applies to: names, or prefixes ending in `*`. Absent: every tool. Data the
+   * kernel checks without running the plugin: for a call of another tool, each granted stage is
+   * recorded as not in scope (`{stage, scope: "not_in_scope", tool}`) instead of run.
+   */
+  tools: Schema.optional(Schema.Array(ToolPattern).pipe(Schema.minItems(1), Schema.maxItems(100))),
   /** Host capabilities granted (a subset of what the manifest requests). Default: none. */
   capabilities: Schema.optional(Capabilities),
   /** Highest egress class the profile accepts. Default: none. */
@@ -58,6 +67,8 @@ export interface ResolvedPin {
   readonly sha256: string
   readonly signer: string
   readonly stages: ReadonlyArray<Stage>
+  /** The tool patterns it applies to; `["*"]` when the pin names none. */
+  readonly tools: ReadonlyArray<string>
   readonly capabilities: Capabilities
   readonly egress: Egress
   readonly timeout_ms: number
@@ -74,6 +85,7 @@ export const resolvePin = (pin: PluginPin): ResolvedPin => ({
   sha256: pin.sha256,
   signer: pin.signer,
   stages: pin.stages,
+  tools: pin.tools ?? EveryTool,
   capabilities: pin.capabilities ?? { host_functions: [] },
   egress: pin.egress ?? PinDefaults.egress,
   timeout_ms: pin.timeout_ms ?? PinDefaults.timeout_ms,
@@ -93,3 +105,22 @@ export const pinIdentity = (pin: PluginPin): string => {
   if (text === undefined) identities.set(pin, (text = canonicalize(pin)))
   return text
 }
+
+const EveryTool: ReadonlyArray<string> = ["*"]
+
+/** Does a tool pattern (`money_transfer`, a prefix `fs_*`, or `*`) match a tool? */
+export const toolPatternMatches = (pattern: string, tool: string): boolean => (pattern.endsWith("*") ? tool.startsWith(pattern.slice(0, -1)) : pattern === tool)
+
+/** Does the pin apply to calls of `tool` (its `tools`, or every tool when it names none)? Pure data: the plugin is not run. */
+export const pinAppliesTo = (pin: { readonly tools?: ReadonlyArray<string> | undefined }, tool: string): boolean =>
+  pin.tools === undefined || pin.tools.some((p) => toolPatternMatches(p, tool))
+
+/** Does every tool matched by `pattern` also match one of `patterns`? */
+const patternCovered = (pattern: string, patterns: ReadonlyArray<string>): boolean =>
+  patterns.some((q) => (q.endsWith("*") ? pattern.startsWith(q.slice(0, -1)) : !pattern.endsWith("*") && q === pattern))
+
+/**
+ * The patterns of `before` that `after` no longer covers: the tools a pin stops applying to when
+ * its scope changes from `before` to `after` (empty: `after` applies wherever `before` did).
+ */
+export const scopeDropped = (before: ReadonlyArray<string>, after: ReadonlyArray<string>): ReadonlyArray<string> => before.filter((p) => !patternCovered(p, after))

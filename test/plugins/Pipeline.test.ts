@@ -1,4 +1,6 @@
 // The stage pipeline over real compiled plugins: order, transforms, folding, admission.
+import { sha256Hex } from "../../runtime/schema/Canonical.js"
+import { deriveAdjudicationInputs } from "../../runtime/plugins/StageInputs.js"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { Adjudicator } from "../../runtime/policy/Adjudicator.js"
@@ -28,12 +30,45 @@ describe("pipeline", () => {
       // The transform ran twice: it replaced `pay`, then (from the start) kept payments.transfer.
       expect(r.decisions.map(stageOf)).toEqual(["transform", "transform", "adjudicate", "witness_contract", "observe"])
       expect((r.decisions[0]!.output as { result: unknown }).result).toEqual({ action: "replace", tool: "payments.transfer", args: { amount: 500, to: "bob" }, reason: "alias pay -> payments.transfer" })
+      // Transform and adjudicate records keep the input's digest, not a copy; the input is
+      // re-derived from the proposal and the decisions before it: the adjudicator saw the replacement.
       const adjDecision = r.decisions[2]!
-      expect((adjDecision.output as { input: { proposal: { tool: string } } }).input.proposal.tool).toBe("payments.transfer")
+      expect((adjDecision.output as { input?: unknown }).input).toBeUndefined()
+      const derived = deriveAdjudicationInputs(proposal("pay", { amount: 500, to: "bob" }), { tool: "pay", args: { amount: 500, to: "bob" } }, r.decisions, (d) => policy.profiles[0]!.plugins!.find((pin) => `plugin:${pin.name}@${pin.version}` === d.by)?.config ?? {})
+      const adjInput = derived[2]!
+      if (adjInput.kind !== "derived") throw new Error("the adjudicate input is not derived")
+      expect((JSON.parse(adjInput.text(Now)) as { proposal: { tool: string } }).proposal.tool).toBe("payments.transfer")
+      expect(sha256Hex(adjInput.text(Now))).toBe(adjDecision.input_digest)
       for (const d of r.decisions) {
         expect(d.digest).toMatch(/^[0-9a-f]{64}$/)
         expect(d.input_digest).toMatch(/^[0-9a-f]{64}$/)
       }
+    }).pipe(Effect.provide(pipelineLayer()))
+  )
+
+  it.scoped("a pin scoped to other tools is not run: each of its stages is recorded as not in scope for the call's tool", () =>
+    Effect.gen(function* () {
+      const adj = yield* Adjudicator
+      const admission = yield* Admission
+      // The alias would turn `pay` into payments.transfer, but it applies to fs_* calls only; spend-limit applies to payments.transfer only.
+      const scopedAlias = pinOf("tool-alias", { config: { aliases: { pay: "payments.transfer" } }, tools: ["fs_*"] })
+      const scopedLimit = pinOf("spend-limit", { config: { rules: { pay: { amount_field: "amount", deny_above: 1 } } }, tools: ["payments.transfer"] })
+      const policy = policyWith([scopedAlias, scopedLimit, pinOf("secret-scan", { tools: ["notes.read"] })])
+      const r = yield* adj.adjudicate({ proposal: proposal("pay", { amount: 500 }), policy, now: Now })
+      expect(r.executed.tool).toBe("pay")
+      expect(r.decisions.map((d) => d.output)).toEqual([
+        { stage: "transform", scope: "not_in_scope", tool: "pay" },
+        { stage: "adjudicate", scope: "not_in_scope", tool: "pay" }
+      ])
+      expect(r.decisions.every((d) => d.digest !== undefined && d.input_digest === undefined)).toBe(true)
+      const admitted = yield* admission.admit({ principal: "alice", tool: "pay", args: {}, result: "token ghp_abc", policy })
+      expect(admitted.admitted).toBe(true)
+      expect(admitted.decisions.map((d) => d.output)).toEqual([{ stage: "admit", scope: "not_in_scope", tool: "pay" }])
+      // In scope, the same pins run: the alias replaces the call, spend-limit judges the replacement.
+      const inScope = yield* adj.adjudicate({ proposal: proposal("pay", { amount: 500 }), policy: policyWith([{ ...scopedAlias, tools: ["pay"] }, scopedLimit]), now: Now })
+      expect(inScope.executed.tool).toBe("payments.transfer")
+      expect(inScope.decisions.map(stageOf)).toEqual(["transform", "transform", "adjudicate"])
+      expect((inScope.decisions[1]!.output as { scope?: string }).scope).toBe("not_in_scope")
     }).pipe(Effect.provide(pipelineLayer()))
   )
 
@@ -79,7 +114,7 @@ describe("pipeline", () => {
       const outcomes = yield* Effect.forEach(perms, (order) =>
         adj
           .adjudicate({ proposal: proposal("search"), policy: policyWith([...order.map((ci, pos) => fixed(configs[ci]!, pos)), spendLimit]), now: Now })
-          .pipe(Effect.map((r) => ({ verdict: r.verdict, reasons: r.reasons, contract: r.contract, ran: r.decisions.map((d) => JSON.stringify((d.output as { input: { config: unknown } }).input.config)) })))
+          .pipe(Effect.map((r) => ({ verdict: r.verdict, reasons: r.reasons, contract: r.contract, ran: r.decisions.map((d) => d.input_digest ?? "") })))
       )
       expect(new Set(outcomes.map((o) => o.ran.join("|"))).size).toBe(perms.length)
       for (const o of outcomes) expect({ ...o, ran: undefined }).toEqual({ ...outcomes[0]!, ran: undefined })

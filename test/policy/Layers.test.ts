@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest"
 import fc from "fast-check"
 import { checkLayers, widens } from "../../runtime/policy/Layers.js"
 import type { Profile, ToolRule } from "../../runtime/schema/Profile.js"
+import type { PluginPin } from "../../runtime/schema/PluginPin.js"
 
 const key = "YJSjUsQ9Y/uCYgLTMT+eOuFr+yWjVyB8EhU0/R3Wd5Q="
 const org: Profile = {
@@ -71,6 +72,23 @@ describe("checkLayers", () => {
     const project: Profile = { name: "payments", layer: "project", rules: { money_transfer: { witness_above: 500 } } }
     const user: Profile = { name: "carol", layer: "user", rules: { money_transfer: { witness_above: 800 } } }
     expect(checkLayers([org, project, user]).map((e) => e.message)).toEqual(["user layer 'carol' widens rules.money_transfer.witness_above: witness_above 800 is looser than 500"])
+  })
+  it("a pin's scope (tools) is judged by widens: stopping to apply to a tool widens; applying to more widens only where the pin can allow, change or hold", () => {
+    const pin: PluginPin = { name: "spend-limit", version: "1.0.0", sha256: "b".repeat(64), signer: key, stages: ["adjudicate"], tools: ["money_transfer"] }
+    const at = (p: PluginPin, layer: "organization" | "project" = "organization"): Profile => ({ ...org, layer, plugins: [p] })
+    // Narrowed so it stops applying to money_transfer: its checks no longer run there.
+    expect(widens([at(pin)], [at({ ...pin, tools: ["bank_balance"] })]).map((w) => `${w.field}: ${w.message}`)).toEqual([
+      "plugins.spend-limit.tools: plugin spend-limit@1.0.0 at the floor or organization layer stops applying to money_transfer"
+    ])
+    expect(widens([at({ ...pin, tools: ["money_*"] })], [at(pin)]).map((w) => w.message)).toEqual(["plugin spend-limit@1.0.0 at the floor or organization layer stops applying to money_*"])
+    // Applying to more tools: an organization adjudicator reaches calls it did not; a project one only narrows them.
+    const { tools: _scope, ...everyTool } = pin
+    expect(widens([at(pin)], [at(everyTool)]).map((w) => w.field)).toEqual(["plugins.spend-limit.tools"])
+    expect(widens([at(pin, "project")], [at(everyTool, "project")])).toEqual([])
+    // An admission pin applying to more tools only quarantines more.
+    const admit: PluginPin = { ...pin, stages: ["admit"] }
+    expect(widens([at(admit)], [at({ ...admit, tools: ["money_transfer", "bank_balance"] })])).toEqual([])
+    expect(widens([at({ ...admit, tools: ["money_transfer", "bank_balance"] })], [at(admit)]).map((w) => w.message)).toEqual(["plugin spend-limit@1.0.0 at the floor or organization layer stops applying to bank_balance"])
   })
   it("refuses a transform pinned at a project layer: it could steer a held transfer to a tool with a looser rule", () => {
     const alias = { name: "tool-alias", version: "1.0.0", sha256: "a".repeat(64), signer: key, stages: ["transform" as const], config: { aliases: { money_transfer: "bank_balance" } } }

@@ -110,7 +110,7 @@ describe("applyPreferences", () => {
 
   it("given a canonicalization: auto runs it even when semantic rewrites are previewed", () => {
     const a: Adjudication = { verdict: "ALLOW", reasons: [], decisions: [transformDecision("fs_read", "fs_read", "canonicalize")], executed: { tool: "fs_read", args: {} } }
-    expect(replacementsOf(a.decisions)).toEqual([{ by: "plugin:t@1", from: "fs_read", to: "fs_read", kind: "canonicalize" }])
+    expect(replacementsOf(a.decisions, "fs_read")).toEqual([{ by: "plugin:t@1", from: "fs_read", to: "fs_read", kind: "canonicalize" }])
     expect(applyPreferences(a, { transforms: { rewrite: "preview" } }, { tool: "fs_read" }).verdict).toBe("ALLOW")
     expect(applyPreferences(a, { transforms: { canonicalize: "preview" } }, { tool: "fs_read" }).verdict).toBe("REQUIRE_WITNESS")
   })

@@ -2,7 +2,8 @@ import { Effect, Either } from "effect"
 import { makeRerunSession, rerunDecision, type RerunResult } from "../../plugins/Rerun.js"
 import type { RerunError } from "../../plugins/PluginError.js"
 import { pluginBy } from "../../plugins/Pipeline.js"
-import { resolvePin, type PluginPin } from "../../schema/PluginPin.js"
+import { pinAppliesTo, resolvePin, type PluginPin } from "../../schema/PluginPin.js"
+import { deriveAdjudicationInputs, findClock, type DerivedInput } from "../../plugins/StageInputs.js"
 import { canonicalize, sha256Hex } from "../../schema/Canonical.js"
 import type { Decision, HeldEvent } from "../../schema/Events.js"
 import type { JsonValue } from "../../schema/Json.js"
@@ -40,6 +41,33 @@ const admitInput = (s: Step, pin: PluginPin, inputDigest: string | undefined): J
     if (sha256Hex(`${head}${now}${tail}`) === inputDigest) return { ...base, now }
   }
   return undefined
+}
+
+/** The pins of the policy epoch a call.adjudicated event was decided under. */
+const epochPins = (e: Extract<HeldEvent, { type: "call.adjudicated" }>, ctx: CheckContext): ReadonlyArray<PluginPin> | undefined =>
+  ctx.policy.byEpoch(e.policy_epoch)?.policy.profiles.flatMap((p) => p.plugins ?? [])
+
+/**
+ * The inputs of a call.adjudicated event's transform and adjudicate decisions, re-derived from the
+ * generation's proposal and the decisions before each (their records keep only input digests),
+ * and where each pin was recorded as not in scope, the call it was not run for.
+ */
+const derivedInputs = (s: Step, decisions: ReadonlyArray<Decision>, ctx: CheckContext): ReadonlyArray<DerivedInput> | undefined => {
+  const spec = s.before.spec
+  if (s.event.type !== "call.adjudicated" || spec === null) return undefined
+  const pins = epochPins(s.event, ctx) ?? []
+  return deriveAdjudicationInputs(spec, spec, decisions, (d) => {
+    const pin = pins.find((p) => p.sha256 === d.digest && pluginBy(p) === d.by)
+    return pin === undefined ? undefined : resolvePin(pin).config
+  })
+}
+
+/** The clock the adjudication's inputs were built with, found from the first derived input's digest. */
+const clockOf = (s: Step, decisions: ReadonlyArray<Decision>, derived: ReadonlyArray<DerivedInput>): number | undefined => {
+  const i = derived.findIndex((x) => x.kind === "derived")
+  const first = derived[i]
+  const digest = decisions[i]?.input_digest
+  return first?.kind !== "derived" || digest === undefined ? undefined : findClock(first.text, digest, Date.parse(s.event.at), AdmitClockSearchMs)
 }
 
 /**
@@ -80,7 +108,10 @@ export const rerunPlugins = (
       const c = collector("plugin-rerun", call.heldId)
       for (const s of call.steps) {
         if (!s.fresh) continue
-        for (const d of decisionsOf(s.event)) {
+        const decisions = decisionsOf(s.event)
+        const derived = derivedInputs(s, decisions, ctx)
+        const adjudicationClock = derived === undefined ? undefined : clockOf(s, decisions, derived)
+        for (const [i, d] of decisions.entries()) {
           if (d.digest === undefined) continue
           c.count()
           const epochNo = s.event.type === "call.adjudicated" ? s.event.policy_epoch : ctx.policy.at(s.seq, s.event.at)?.epoch
@@ -100,7 +131,24 @@ export const rerunPlugins = (
             c.fail([s.seq], `${d.by}: the object store's wasm/${d.digest} holds other bytes (sha256 ${wasm.actual})`)
             continue
           }
+          const scoped = derived?.[i]
+          if (scoped?.kind === "not_in_scope") {
+            // Not run: the pin's scope (data in the profile) must exclude the call it was not run for.
+            const recordedTool = (d.output as Record<string, unknown>)["tool"]
+            if (recordedTool !== scoped.tool) c.fail([s.seq], `${d.by}: recorded as not in scope for ${String(recordedTool)}, but the call at that stage is ${scoped.tool}`)
+            else if (pin !== undefined && pinAppliesTo(pin, scoped.tool)) c.fail([s.seq], `${d.by}: recorded as not in scope for ${scoped.tool}, but its pin applies to ${scoped.tool}`)
+            else if (pin === undefined) c.unsure([s.seq], `${d.by}: not in scope for ${scoped.tool}; no policy record for its epoch to check the pin's scope against`)
+            continue
+          }
           let input: JsonValue | undefined
+          let inputText: string | undefined
+          if (scoped?.kind === "derived") {
+            inputText = adjudicationClock === undefined ? undefined : scoped.text(adjudicationClock)
+            if (inputText === undefined) {
+              c.unsure([s.seq], `${d.by}: the ${stageOf(d)} input could not be re-derived from the proposal and the decisions before it (its record keeps only a digest)`)
+              continue
+            }
+          }
           if (stageOf(d) === "admit") {
             input = pin === undefined ? undefined : admitInput(s, pin, d.input_digest)
             if (input === undefined) {
@@ -111,11 +159,11 @@ export const rerunPlugins = (
           const limits = pin === undefined ? {} : { timeout_ms: resolvePin(pin).timeout_ms, memory_max_pages: resolvePin(pin).memory_max_pages, isolation: resolvePin(pin).isolation }
           if (pin === undefined) c.unsure([s.seq], `${d.by}: no policy record for its epoch; re-run with default limits`)
           // Everything a re-run depends on: the same key gives the same outcome, so it runs once.
-          // An admission input was rebuilt to hash to `input_digest`, which the key holds already.
-          const key = [d.digest, d.input_digest ?? "", canonicalize(d.output ?? null), canonicalize(d.host_values ?? []), input === undefined ? "-" : "+", canonicalize(limits)].join("\u0000")
+          // An input rebuilt or re-derived to hash to `input_digest`, which the key holds already.
+          const key = [d.digest, d.input_digest ?? "", canonicalize(d.output ?? null), canonicalize(d.host_values ?? []), input === undefined && inputText === undefined ? "-" : "+", canonicalize(limits)].join("\u0000")
           let r = runs.get(key)
           if (r === undefined) {
-            r = yield* Effect.either(rerunDecision(wasm.bytes, d, { ...limits, session, ...(input !== undefined ? { input } : {}) }))
+            r = yield* Effect.either(rerunDecision(wasm.bytes, d, { ...limits, session, ...(input !== undefined ? { input } : {}), ...(inputText !== undefined ? { inputText } : {}) }))
             runs.set(key, r)
           } else reused++
           if (Either.isLeft(r)) c.fail([s.seq], `${d.by}: re-run refused: ${r.left.detail}`)
