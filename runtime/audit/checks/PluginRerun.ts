@@ -12,7 +12,7 @@ import type { Step, Traced } from "../HeldHistory.js"
 import type { PinnedWasm } from "../PluginObjects.js"
 import { collector, type CheckContext, type Finding } from "./Check.js"
 
-/** How far back from an admission event's time the kernel clock it gave the plugin is searched. */
+/** How far from an admission event's time (before or after) the kernel clock it gave the plugin is searched. */
 const AdmitClockSearchMs = 10_000
 
 const decisionsOf = (e: HeldEvent): ReadonlyArray<Decision> =>
@@ -25,7 +25,7 @@ const stageOf = (d: Decision): string | undefined => {
 
 /**
  * Rebuilds an admission decision's input (its record keeps only the digest): the effect's
- * result, the pin's config and the kernel clock, which is searched back from the event's time.
+ * result, the pin's config and the kernel clock, which is searched around the event's time.
  */
 const admitInput = (s: Step, pin: PluginPin, inputDigest: string | undefined): JsonValue | undefined => {
   const f = s.before
@@ -37,8 +37,10 @@ const admitInput = (s: Step, pin: PluginPin, inputDigest: string | undefined): J
   // JCS of the input is the same text for every candidate clock but the number after `"now":`:
   // the rest is canonicalized once, and each candidate costs one sha256.
   const [head, tail] = canonicalSplitAt(base, "now")
-  for (let now = at; now >= at - AdmitClockSearchMs; now--) {
-    if (sha256Hex(`${head}${now}${tail}`) === inputDigest) return { ...base, now }
+  // The event may be stamped before admission reads the clock, or after: nearest first, both ways.
+  for (let d = 0; d <= AdmitClockSearchMs; d++) {
+    if (sha256Hex(`${head}${at - d}${tail}`) === inputDigest) return { ...base, now: at - d }
+    if (d > 0 && sha256Hex(`${head}${at + d}${tail}`) === inputDigest) return { ...base, now: at + d }
   }
   return undefined
 }
