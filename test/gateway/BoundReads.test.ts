@@ -9,6 +9,7 @@ import { signEnvelope } from "../../runtime/schema/EnvelopeSignature.js"
 import type { Envelope } from "../../runtime/schema/Envelope.js"
 import { Subjects } from "../../runtime/schema/Subjects.js"
 import { clientFor, connectAs } from "../support/Principals.js"
+import { eventually } from "../support/Stream.js"
 import { Roles } from "../support/TestNats.js"
 import { post, readAuth, signedAs, startGatewayHarness, transfer, type GatewayHarness } from "./GatewayHarness.js"
 
