@@ -23,6 +23,13 @@ const floors = [
   { floor: "cli", rooms: ["cli"], what: "wk" }
 ]
 
+/** The write path: the drive, the protocol handlers, and every ledger module that writes. */
+const writePath = [
+  "^runtime/(protocol|loops|executor)/",
+  "^runtime/ledger/(HeldCallStore|EventLog|Projection|Wakes|Outbox|Leases|OpenIndex|PresenceMarks|StandingGrants|Provision|NatsPolicyStore|Checkpoints|KeyRotations|Archive|Retention|ReadNonces|ReevaluationProgressStore|ContinuationStore|LedgerPorts|ToolClient|PluginStore|WrittenCommits)\\.ts$",
+  "^runtime/ledger/memory/"
+].join("|")
+
 const escape = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
 /** A room's path pattern: a folder of runtime/, or one file at its root. */
 const roomPath = (room) => (room.endsWith(".ts") ? `^runtime/${escape(room)}$` : `^runtime/${escape(room)}/`)
@@ -67,18 +74,32 @@ module.exports = {
       to: { pathNot: "^runtime/(heldcall|schema)/|^node_modules/(effect|canonicalize|tweetnacl)/" }
     },
     {
-      name: "readers-never-load-the-write-path",
+      name: "readers-never-reach-the-write-path",
       severity: "error",
-      comment: "The auditor and the client never import protocol/, loops/ or executor/.",
+      comment: "The auditor and the client never reach the write path, however indirectly: protocol/, loops/, executor/ or a ledger module that writes.",
       from: { path: "^runtime/(audit|client)/" },
-      to: { path: "^runtime/(protocol|loops|executor)/" }
+      to: { path: writePath, reachable: true }
     },
     {
-      name: "nats-only-through-ledger",
+      name: "loops-reach-nats-through-ledger",
       severity: "error",
-      comment: "loops/, policy/, plugins/ and audit/ reach NATS only through ledger/'s ports.",
-      from: { path: "^runtime/(loops|policy|plugins|audit)/" },
+      comment: "The drive reaches NATS only through ledger/'s ports.",
+      from: { path: "^runtime/loops/" },
       to: { path: "^node_modules/@nats-io/" }
+    },
+    {
+      name: "the-auditor-holds-the-read-port",
+      severity: "error",
+      comment: "The auditor reads through ledger/LedgerReader.ts (no publish, put or purge); it never holds the connection's tag.",
+      from: { path: "^runtime/audit/" },
+      to: { path: "^runtime/ledger/Nats\\.ts$" }
+    },
+    {
+      name: "the-connection-stays-behind-ledger",
+      severity: "error",
+      comment: "The kernel's connection (ledger/Nats.ts) and nats.js stay behind ledger/'s ports for the core, observability/, policy/, plugins/ and the auditor (loops/ may not import nats.js either).",
+      from: { path: "^runtime/(schema|heldcall|observability|policy|plugins|audit)/" },
+      to: { path: "^runtime/ledger/Nats\\.ts$|^node_modules/@nats-io/" }
     }
   ],
   options: {

@@ -5,7 +5,7 @@ import type { NatsConnection } from "@nats-io/transport-node"
 import { ManagedRuntime } from "effect"
 import { DemoBank } from "../runtime/executor/DemoBank.js"
 import { replay } from "../runtime/audit/Replay.js"
-import { layerNats } from "../runtime/ledger/Nats.js"
+import { layerLedgerReaderAt } from "../runtime/ledger/NatsLedgerReader.js"
 import { Streams } from "../runtime/schema/Subjects.js"
 import { startTestNats } from "../test/support/TestNats.js"
 import { clientFor, connectAs, testProfile } from "../test/support/Principals.js"
@@ -91,7 +91,7 @@ export const runAuditReplayBench = async (): Promise<Array<Row>> => {
   await kernel.stop()
   const auditor = await connectAs(nats.servers, "auditor")
   // Both sides read over an open auditor connection: the replay's own connect is not measured.
-  const runtime = ManagedRuntime.make(layerNats({ servers: nats.servers, ...Roles.auditor, name: "bench-auditor" }))
+  const runtime = ManagedRuntime.make(layerLedgerReaderAt({ servers: nats.servers, ...Roles.auditor, name: "bench-auditor" }))
   try {
     const raw: Array<number> = []
     const full: Array<number> = []

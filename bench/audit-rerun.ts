@@ -6,7 +6,8 @@
 import { ManagedRuntime } from "effect"
 import { DemoBank } from "../runtime/executor/DemoBank.js"
 import { replay } from "../runtime/audit/Replay.js"
-import { layerNats, type Nats } from "../runtime/ledger/Nats.js"
+import type { LedgerReader } from "../runtime/ledger/LedgerReader.js"
+import { layerLedgerReaderAt } from "../runtime/ledger/NatsLedgerReader.js"
 import type { LedgerError } from "../runtime/schema/LedgerError.js"
 import { startTestNats, Roles } from "../test/support/TestNats.js"
 import { clientFor, connectAs } from "../test/support/Principals.js"
@@ -35,7 +36,7 @@ const populate = async (servers: string, calls: number) => {
 }
 
 /** One replay's duration, its CPU (all threads) and the largest heap and RSS sampled while it ran. */
-const timed = async (runtime: ManagedRuntime.ManagedRuntime<Nats, LedgerError>, rerun: boolean) => {
+const timed = async (runtime: ManagedRuntime.ManagedRuntime<LedgerReader, LedgerError>, rerun: boolean) => {
   let peak = process.memoryUsage().heapUsed
   let peakRss = process.memoryUsage().rss
   const sampler = setInterval(() => {
@@ -64,7 +65,7 @@ export const runAuditRerunBench = async (): Promise<Array<Row>> => {
       const p0 = performance.now()
       await populate(nats.servers, size)
       console.log(`audit rerun bench: ${size} calls written in ${((performance.now() - p0) / 1000).toFixed(1)} s`)
-      const runtime = ManagedRuntime.make(layerNats({ servers: nats.servers, ...Roles.auditor, name: "bench-rerun" }))
+      const runtime = ManagedRuntime.make(layerLedgerReaderAt({ servers: nats.servers, ...Roles.auditor, name: "bench-rerun" }))
       try {
         await timed(runtime, true) // warm-up: workers, compiled plugins
         const withRerun = await timed(runtime, true)

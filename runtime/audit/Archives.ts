@@ -1,6 +1,6 @@
 import { Effect, Either, Schema } from "effect"
 import { gunzipSync } from "node:zlib"
-import type { Nats } from "../ledger/Nats.js"
+import type { LedgerReader } from "../ledger/LedgerReader.js"
 import { openObjectReader, type ObjectReader } from "../ledger/ObjectReader.js"
 import { ArchiveRecord, archiveRecordSigned, decodeArchiveLines } from "../schema/Archive.js"
 import { sha256Hex } from "../schema/Canonical.js"
@@ -32,7 +32,7 @@ export interface ArchivedEvents {
  * is a violation of the `archive` check naming the object and each call it holds; its commits
  * are then not used. With `only`, just the archives holding that held call are fetched.
  */
-export const readArchives = (stream: string, prefix: string, only?: string): Effect.Effect<ArchivedEvents, never, Nats> =>
+export const readArchives = (stream: string, prefix: string, only?: string): Effect.Effect<ArchivedEvents, never, LedgerReader> =>
   Effect.gen(function* () {
     const violations: Array<Violation> = []
     const byHeld = new Map<string, Map<number, RawMessage>>()

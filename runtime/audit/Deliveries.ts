@@ -1,5 +1,5 @@
 import { Effect, Either, Schema } from "effect"
-import type { Nats } from "../ledger/Nats.js"
+import type { LedgerReader } from "../ledger/LedgerReader.js"
 import type { DeliveryMessage } from "./checks/Check.js"
 import { readOrdered, streamLayout } from "./StreamReader.js"
 import { compileGuard } from "./internal/compileGuard.js"
@@ -33,7 +33,7 @@ export type Deliveries =
   | { readonly _tag: "skipped"; readonly note: string }
 
 /** Deliveries of the selected calls from the sessions stream; unreadable (permissions) is a skip, not an error. */
-export const readDeliveries = (stream: string, calls: ReadonlyMap<string, unknown>): Effect.Effect<Deliveries, never, Nats> =>
+export const readDeliveries = (stream: string, calls: ReadonlyMap<string, unknown>): Effect.Effect<Deliveries, never, LedgerReader> =>
   Effect.gen(function* () {
     const layout = yield* Effect.either(streamLayout(stream))
     if (Either.isLeft(layout)) return { _tag: "skipped" as const, note: `cannot read ${stream}: ${layout.left.message}` }

@@ -1,6 +1,7 @@
 import { CheckpointSubject, decodeCheckpoint } from "../schema/Checkpoint.js"
 import { Effect, Either, Layer, Schema } from "effect"
-import { layerNats, type Nats, type NatsOptions } from "../ledger/Nats.js"
+import type { LedgerReader } from "../ledger/LedgerReader.js"
+import { layerLedgerReaderAt, type NatsOptions } from "../ledger/NatsLedgerReader.js"
 import { decodeCommitBytes } from "../schema/Commit.js"
 import { jcsDigest } from "../schema/Canonical.js"
 import type { SequencedEvent } from "../schema/Events.js"
@@ -31,7 +32,7 @@ const decodePolicy = Schema.decodeUnknownEither(Schema.parseJson(PolicyApplied))
  * view (runtime/heldcall/Views.ts): the only one that holds quarantined bytes (the tool's raw
  * result or error in `effect.recorded`), so it is served to the auditor role alone.
  */
-export const exportHeld = (options: ExportOptions): Effect.Effect<ExportDocument, AuditError, Nats> =>
+export const exportHeld = (options: ExportOptions): Effect.Effect<ExportDocument, AuditError, LedgerReader> =>
   Effect.gen(function* () {
     const stream = options.stream ?? Streams.events
     const layout = yield* streamLayout(stream)
@@ -94,4 +95,4 @@ export const exportHeld = (options: ExportOptions): Effect.Effect<ExportDocument
 
 /** `exportHeld` over its own connection (the CLI's entry point). */
 export const exportOver = (nats: NatsOptions, options: ExportOptions): Effect.Effect<ExportDocument, AuditError> =>
-  exportHeld(options).pipe(Effect.provide(Layer.mapError(layerNats({ name: "wk-auditor", ...nats }), auditError("connect"))))
+  exportHeld(options).pipe(Effect.provide(Layer.mapError(layerLedgerReaderAt({ name: "wk-auditor", ...nats }), auditError("connect"))))

@@ -1,6 +1,7 @@
 import { Effect, Layer } from "effect"
 import { standingSubjectOf } from "../schema/StandingGrant.js"
-import { layerNats, Nats, type NatsOptions } from "../ledger/Nats.js"
+import type { LedgerReader } from "../ledger/LedgerReader.js"
+import { layerLedgerReaderAt, type NatsOptions } from "../ledger/NatsLedgerReader.js"
 import { auditError, type AuditError } from "./AuditError.js"
 import type { AuditReport } from "./AuditReport.js"
 import { skipped } from "./Audit.js"
@@ -29,7 +30,7 @@ const StandingPrefix = standingSubjectOf("")
  * standing approvals, projection, plugin pins and re-runs) and the report. Never writes anything;
  * works with the read-only auditor credentials.
  */
-export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, AuditError, Nats> =>
+export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, AuditError, LedgerReader> =>
   Effect.scoped(Effect.gen(function* () {
     const t0 = Date.now()
     const plan = yield* planReplay(options)
@@ -50,7 +51,7 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
 
 /** `replay` over its own connection (the CLI's entry point). */
 export const replayOver = (nats: NatsOptions, options: ReplayOptions = {}): Effect.Effect<AuditReport, AuditError> =>
-  replay(options).pipe(Effect.provide(Layer.mapError(layerNats({ name: "wk-auditor", ...nats }), auditError("connect"))))
+  replay(options).pipe(Effect.provide(Layer.mapError(layerLedgerReaderAt({ name: "wk-auditor", ...nats }), auditError("connect"))))
 
 /** The checks' context, with the time of each call's last event filled in as calls are checked. */
 const checkContext = (plan: ReplayPlan, collected: Collected, trusted: Trusted, verifier: SignatureVerifier, logs: ReadonlyArray<CallLog>): CheckContext & { readonly lastAt: Array<number | null | undefined> } => {
@@ -115,7 +116,7 @@ const checkCalls = (
   })
 
 /** The checks over the whole replay: checkpoints, standing approvals, projection, plugin pins and re-runs. */
-const streamWideChecks = (plan: ReplayPlan, collected: Collected, trusted: Trusted, tallied: Tallied, ctx: CheckContext): Effect.Effect<StreamWideChecks, AuditError, Nats> =>
+const streamWideChecks = (plan: ReplayPlan, collected: Collected, trusted: Trusted, tallied: Tallied, ctx: CheckContext): Effect.Effect<StreamWideChecks, AuditError, LedgerReader> =>
   Effect.gen(function* () {
     // Standing approvals: every grant in a whole-stream read, else those the selected calls used.
     const grants = new Map<string, Array<GrantMessage>>()

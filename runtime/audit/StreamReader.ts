@@ -1,6 +1,6 @@
 import { Effect } from "effect"
-import { Nats } from "../ledger/Nats.js"
-import { readOrderedRange, readSubjectRange, type RawMessage, type ReadProgress, type Start } from "../ledger/StreamRange.js"
+import { LedgerReader } from "../ledger/LedgerReader.js"
+import type { RawMessage, ReadProgress, Start } from "../ledger/StreamRange.js"
 import { auditError, AuditError } from "./AuditError.js"
 
 export type { RawMessage, ReadProgress, Start } from "../ledger/StreamRange.js"
@@ -17,20 +17,13 @@ export interface StreamLayout {
 }
 
 /** Reads the stream's configuration and state. */
-export const streamLayout = (stream: string): Effect.Effect<StreamLayout, AuditError, Nats> =>
+export const streamLayout = (stream: string): Effect.Effect<StreamLayout, AuditError, LedgerReader> =>
   Effect.gen(function* () {
-    const { jsm } = yield* Nats
-    const info = yield* Effect.tryPromise({ try: () => jsm.streams.info(stream), catch: auditError(`read stream ${stream}`) })
-    const subject = info.config.subjects?.[0] ?? ""
-    if (!subject.endsWith(".>")) return yield* new AuditError({ operation: "read stream", message: `stream ${stream} has subjects ${JSON.stringify(info.config.subjects)}; expected one '<prefix>.>' subject` })
-    return {
-      stream,
-      prefix: subject.slice(0, -1),
-      firstSeq: info.state.first_seq,
-      lastSeq: info.state.last_seq,
-      messages: info.state.messages,
-      deleted: info.state.num_deleted ?? 0
-    }
+    const reader = yield* LedgerReader
+    const state = yield* Effect.tryPromise({ try: () => reader.streamState(stream), catch: auditError(`read stream ${stream}`) })
+    const subject = state.subjects[0] ?? ""
+    if (!subject.endsWith(".>")) return yield* new AuditError({ operation: "read stream", message: `stream ${stream} has subjects ${JSON.stringify(state.subjects)}; expected one '<prefix>.>' subject` })
+    return { stream, prefix: subject.slice(0, -1), firstSeq: state.firstSeq, lastSeq: state.lastSeq, messages: state.messages, deleted: state.deleted }
   })
 
 /**
@@ -45,14 +38,14 @@ export const readOrdered = (
   onMessage: (m: RawMessage) => void,
   onProgress?: (p: ReadProgress) => void,
   progressEveryMs = 1000
-): Effect.Effect<number, AuditError, Nats> =>
-  Effect.flatMap(Nats, ({ js }) =>
-    Effect.tryPromise({ try: () => readOrderedRange(js, stream, start, untilSeq, onMessage, onProgress, progressEveryMs), catch: auditError(`read ${stream}`) })
+): Effect.Effect<number, AuditError, LedgerReader> =>
+  Effect.flatMap(LedgerReader, (reader) =>
+    Effect.tryPromise({ try: () => reader.readOrdered(stream, start, untilSeq, onMessage, onProgress, progressEveryMs), catch: auditError(`read ${stream}`) })
   )
 
 /**
  * Every message on one subject with `fromSeq <= seq < beforeSeq`, in order, through an ordered
  * consumer filtered on the subject (what read-only auditor credentials allow).
  */
-export const readSubject = (stream: string, subject: string, fromSeq = 1, beforeSeq = Number.MAX_SAFE_INTEGER): Effect.Effect<ReadonlyArray<RawMessage>, AuditError, Nats> =>
-  Effect.flatMap(Nats, ({ js }) => Effect.tryPromise({ try: () => readSubjectRange(js, stream, subject, fromSeq, beforeSeq), catch: auditError(`read ${subject} from ${stream}`) }))
+export const readSubject = (stream: string, subject: string, fromSeq = 1, beforeSeq = Number.MAX_SAFE_INTEGER): Effect.Effect<ReadonlyArray<RawMessage>, AuditError, LedgerReader> =>
+  Effect.flatMap(LedgerReader, (reader) => Effect.tryPromise({ try: () => reader.readSubject(stream, subject, fromSeq, beforeSeq), catch: auditError(`read ${subject} from ${stream}`) }))

@@ -1,6 +1,5 @@
 import { Effect } from "effect"
-import { Objm } from "@nats-io/obj"
-import { Nats } from "./Nats.js"
+import { LedgerReader } from "./LedgerReader.js"
 import { LedgerError } from "../schema/LedgerError.js"
 
 /** A read-only view of one JetStream object store bucket: the auditor's way to archives and plugin bytes. */
@@ -13,10 +12,10 @@ const ledgerError = (operation: string) => (cause: unknown) =>
   new LedgerError({ operation, message: `${operation}: ${cause instanceof Error ? cause.message : String(cause)}`, cause })
 
 /** Opens an existing bucket (never creates one). */
-export const openObjectReader = (bucket: string): Effect.Effect<ObjectReader, LedgerError, Nats> =>
+export const openObjectReader = (bucket: string): Effect.Effect<ObjectReader, LedgerError, LedgerReader> =>
   Effect.gen(function* () {
-    const { nc } = yield* Nats
-    const os = yield* Effect.tryPromise({ try: () => new Objm(nc).open(bucket), catch: ledgerError(`open object store ${bucket}`) })
+    const reader = yield* LedgerReader
+    const os = yield* Effect.tryPromise({ try: () => reader.objects(bucket), catch: ledgerError(`open object store ${bucket}`) })
     return {
       get: (name) => Effect.tryPromise({ try: () => os.getBlob(name), catch: ledgerError(`read ${name} from ${bucket}`) })
     }

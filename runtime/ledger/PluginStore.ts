@@ -6,9 +6,9 @@ import { Effect, Either, Layer, Schema } from "effect"
 import { sha256Hex } from "../schema/Canonical.js"
 import { SignedManifest } from "../schema/PluginManifest.js"
 import { PluginSource, PluginSourceError } from "../plugins/PluginSource.js"
+import { PluginBucket } from "../schema/Subjects.js"
 
-/** The object store bucket holding plugins. */
-export const PluginBucket = "wk_plugins"
+export { PluginBucket }
 
 /** The object store could not be reached or written. */
 export class PluginStoreError extends Schema.TaggedError<PluginStoreError>()("PluginStoreError", {

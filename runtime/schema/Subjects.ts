@@ -62,6 +62,9 @@ export const Consumers = {
   controller: "wk-controller"
 } as const
 
+/** The object store bucket holding plugins. */
+export const PluginBucket = "wk_plugins"
+
 export const Buckets = {
   facts: "wk_facts",
   leases: "wk_leases",

@@ -1,5 +1,5 @@
 import { Effect } from "effect"
-import type { Nats } from "../../ledger/Nats.js"
+import type { LedgerReader } from "../../ledger/LedgerReader.js"
 import { CheckpointSubject } from "../../schema/Checkpoint.js"
 import { KeyRotationSubject } from "../../schema/KeyRotation.js"
 import { readArchives, type ArchivedEvents } from "../Archives.js"
@@ -59,7 +59,7 @@ export const unarchivedIn = (seqs: ReadonlySet<number>, from: number, to: number
  * touched, the archived commits of those calls and their deliveries. Messages are kept as bytes;
  * every commit carrying an envelope is handed to the verifier as it is read.
  */
-export const collect = (plan: ReplayPlan, verifier: SignatureVerifier): Effect.Effect<Collected, AuditError, Nats> =>
+export const collect = (plan: ReplayPlan, verifier: SignatureVerifier): Effect.Effect<Collected, AuditError, LedgerReader> =>
   Effect.gen(function* () {
     const { stream, selection, layout } = plan
     const streamViolations: Array<Violation> = []

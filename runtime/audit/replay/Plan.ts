@@ -1,6 +1,6 @@
 import { Effect } from "effect"
-import type { Nats } from "../../ledger/Nats.js"
-import { PluginBucket } from "../../ledger/PluginStore.js"
+import type { LedgerReader } from "../../ledger/LedgerReader.js"
+import { PluginBucket } from "../../schema/Subjects.js"
 import { Buckets, Streams } from "../../schema/Subjects.js"
 import type { AuditError } from "../AuditError.js"
 import { DefaultRegistrySkewMs } from "../PolicyHistory.js"
@@ -82,7 +82,7 @@ export interface ReplayPlan {
 export const wholeStreamSelected = (selection: Selection): boolean => "fromSeq" in selection && selection.fromSeq <= 1
 
 /** Stage 1: resolves the options and reads the stream's bounds (the only read of this stage). */
-export const planReplay = (options: ReplayOptions): Effect.Effect<ReplayPlan, AuditError, Nats> =>
+export const planReplay = (options: ReplayOptions): Effect.Effect<ReplayPlan, AuditError, LedgerReader> =>
   Effect.gen(function* () {
     const stream = options.stream ?? Streams.events
     const selection = options.selection ?? { fromSeq: 1 }

@@ -1,5 +1,5 @@
 import { Effect, Either } from "effect"
-import type { Nats } from "../../ledger/Nats.js"
+import type { LedgerReader } from "../../ledger/LedgerReader.js"
 import type { AuditError } from "../AuditError.js"
 import type { CheckResult, Violation } from "../AuditReport.js"
 import { skipped, tally } from "../Audit.js"
@@ -13,7 +13,7 @@ import { hasPluginDecision } from "./Tally.js"
  * `plugin-pins`: every wasm a trusted epoch pins is in the plugin object store under its digest
  * and hashes to it (a swapped plugin is caught without re-running anything); one read per pin.
  */
-export const pinCheck = (policy: PolicyHistory, bucket: string): Effect.Effect<CheckResult, AuditError, Nats> =>
+export const pinCheck = (policy: PolicyHistory, bucket: string): Effect.Effect<CheckResult, AuditError, LedgerReader> =>
   Effect.gen(function* () {
     const pins = new Map<string, string>()
     for (const e of policy.epochs) for (const p of e.policy.profiles) for (const pin of p.plugins ?? []) if (!pins.has(pin.sha256)) pins.set(pin.sha256, `${pin.name} (epoch ${e.epoch})`)
@@ -31,7 +31,7 @@ export const pinCheck = (policy: PolicyHistory, bucket: string): Effect.Effect<C
   })
 
 /** `plugin-rerun`: every recorded plugin decision re-run from its pinned wasm (see checks/PluginRerun.ts); skipped when not asked. */
-export const pluginRerunCheck = (rerun: boolean, bucket: string, traced: ReadonlyArray<Traced>, ctx: CheckContext): Effect.Effect<CheckResult, AuditError, Nats> =>
+export const pluginRerunCheck = (rerun: boolean, bucket: string, traced: ReadonlyArray<Traced>, ctx: CheckContext): Effect.Effect<CheckResult, AuditError, LedgerReader> =>
   Effect.gen(function* () {
     if (!rerun) return skipped("plugin-rerun", "not re-run (--no-rerun): recorded plugin decisions are unverified")
     if (!traced.some(hasPluginDecision)) return { ...skipped("plugin-rerun", "no recorded plugin decision in the selection"), status: "passed" }

@@ -1,5 +1,5 @@
 import { Effect, Either, Schema } from "effect"
-import { Nats } from "../../ledger/Nats.js"
+import { LedgerReader } from "../../ledger/LedgerReader.js"
 import { HeldCallFacts } from "../../schema/Facts.js"
 import { auditError, type AuditError } from "../AuditError.js"
 import type { CheckResult, ProjectionSummary, Violation } from "../AuditReport.js"
@@ -15,7 +15,7 @@ export interface ProjectionOutcome {
 }
 
 /** `projection`: every re-folded call against its KV projection (64 reads in flight); null bucket: not compared. */
-export const projectionCheck = (bucket: string | null, traced: ReadonlyArray<{ readonly heldId: string; readonly facts: HeldCallFacts }>): Effect.Effect<ProjectionOutcome, AuditError, Nats> =>
+export const projectionCheck = (bucket: string | null, traced: ReadonlyArray<{ readonly heldId: string; readonly facts: HeldCallFacts }>): Effect.Effect<ProjectionOutcome, AuditError, LedgerReader> =>
   Effect.gen(function* () {
     if (bucket === null) return { check: skipped("projection", "projection comparison disabled"), summary: null }
     const r = yield* compareAll(bucket, traced)
@@ -35,7 +35,7 @@ export const projectionCheck = (bucket: string | null, traced: ReadonlyArray<{ r
 
 const compareAll = (bucket: string, traced: ReadonlyArray<{ readonly heldId: string; readonly facts: HeldCallFacts }>) =>
   Effect.gen(function* () {
-    const { kv } = yield* Nats
+    const { kv } = yield* LedgerReader
     const opened = yield* Effect.either(Effect.tryPromise({ try: () => kv(bucket), catch: auditError(`open KV bucket ${bucket}`) }))
     if (Either.isLeft(opened)) return { _tag: "unreadable" as const, note: opened.left.message }
     const bucketKv = opened.right

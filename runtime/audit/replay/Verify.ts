@@ -1,5 +1,5 @@
 import { Effect, Either, Schema } from "effect"
-import type { Nats } from "../../ledger/Nats.js"
+import type { LedgerReader } from "../../ledger/LedgerReader.js"
 import type { HeldEvent } from "../../schema/Events.js"
 import { KeyRotationSubject } from "../../schema/KeyRotation.js"
 import { PolicyApplied } from "../../schema/PolicyApplied.js"
@@ -53,7 +53,7 @@ export const policyRecordsOf = (messages: ReadonlyArray<RawMessage>): { readonly
  * applied some), derives the registry from the trust root, follows the kernel keys through the
  * rotation records, and judges each archive record's signature against them.
  */
-export const verifyTrust = (plan: ReplayPlan, collected: Collected): Effect.Effect<Trusted, AuditError, Nats> =>
+export const verifyTrust = (plan: ReplayPlan, collected: Collected): Effect.Effect<Trusted, AuditError, LedgerReader> =>
   Effect.gen(function* () {
     const { stream, layout } = plan
     const trust = plan.options.trust
