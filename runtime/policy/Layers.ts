@@ -9,6 +9,7 @@ import { activePolicy, isNarrowingProfile, tiersOf, type ActivePolicy } from "./
 import { DefaultContract } from "./RuleAdjudicator.js"
 import { layerPreferences } from "./Preferences.js"
 import { authorityOf, passkeyHeld, powerWidenings } from "./Authority.js"
+import { bindingKey, bindingsOf } from "./IdentityBindings.js"
 
 /**
  * Layer validation and widening detection. Pure: no I/O.
@@ -246,6 +247,10 @@ const layerWidenings = (base: ReadonlyArray<Profile>, p: Profile): ReadonlyArray
     for (const pk of entry.passkeys ?? []) if (!passkeyHeld(had, pk)) out.push({ field: `principals.${name}.passkeys`, message: `passkey ${pk.id} is not registered by ${by}` })
     for (const c of entry.classes) if (!had.classes.includes(c)) out.push({ field: `principals.${name}.classes`, message: `class '${c}' is not given by ${by}` })
   }
+  // A binding lets bearer tokens of an issuer act as a principal: only the organization names who may.
+  const held = new Set(bindingsOf(b.profiles).map((x) => `${x.principal} ${bindingKey(x)}`))
+  for (const [i, x] of (p.identities ?? []).entries())
+    if (!held.has(`${x.principal} ${bindingKey(x)}`)) out.push({ field: `identities.${i}`, message: `identity binding of ${x.issuer} ${"subject" in x ? `subject '${x.subject}'` : `group '${x.group}'`} to ${x.principal} is not bound by ${by}` })
   for (const admin of p.admins ?? []) if (!b.admins.has(admin)) out.push({ field: "admins", message: `admin '${admin}' is not an admin of ${by}` })
   for (const [tool, rule] of Object.entries(p.rules ?? {})) {
     const had = b.rules.get(tool)

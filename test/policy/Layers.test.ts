@@ -96,6 +96,16 @@ describe("checkLayers", () => {
     expect(checkLayers([org, project]).map((e) => e.message)).toEqual(["project layer 'payments' widens plugins.0.stages: plugin tool-alias may not transform at a narrowing layer: a transform changes the call that runs"])
     expect(checkLayers([org, { ...project, plugins: [{ ...alias, stages: ["adjudicate" as const] }] }])).toEqual([])
   })
+  it("refuses a project or user layer that binds bearer tokens to a principal: only the organization adds identities", () => {
+    const binding = { issuer: "https://idp.example.com", audience: "https://wk.example.com/mcp", subject: "mallory", principal: "agent:alice" }
+    const project: Profile = { name: "payments", layer: "project", identities: [binding] }
+    expect(checkLayers([org, project]).map((e) => e.message)).toEqual([
+      "project layer 'payments' widens identities.0: identity binding of https://idp.example.com subject 'mallory' to agent:alice is not bound by organization 'acme-org'"
+    ])
+    expect(checkLayers([org, { ...project, layer: "user", identities: [{ issuer: binding.issuer, audience: binding.audience, group: "ops", principal: "agent:alice" }] }]).map((e) => e.field)).toEqual(["identities.0"])
+    // Repeating the organization's own binding adds nothing.
+    expect(checkLayers([{ ...org, identities: [binding] }, project])).toEqual([])
+  })
   it("organization profiles are not narrow-only", () => {
     expect(checkLayers([org, { name: "acme-extra", grants: { "agent:bob": ["x"] } }])).toEqual([])
   })
