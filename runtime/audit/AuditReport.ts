@@ -19,7 +19,8 @@ export const CheckName = Schema.Literal(
   "delivery",
   "projection",
   "plugin-pins",
-  "plugin-rerun"
+  "plugin-rerun",
+  "bearer-tokens"
 )
 export type CheckName = typeof CheckName.Type
 

@@ -1,12 +1,13 @@
 import { Effect, Layer } from "effect"
+import type { JSONWebKeySet } from "jose"
 import { standingSubjectOf } from "../schema/StandingGrant.js"
 import type { LedgerReader } from "../ledger/LedgerReader.js"
 import { layerLedgerReaderAt, type NatsOptions } from "../ledger/NatsLedgerReader.js"
 import { auditError, type AuditError } from "./AuditError.js"
 import type { AuditReport } from "./AuditReport.js"
-import { skipped } from "./Audit.js"
+import { skipped, tally as findingTally } from "./Audit.js"
 import { checkpointsCheck, type HistoryMessage } from "./checks/Checkpoints.js"
-import { standingCheck, type CheckContext, type GrantMessage } from "./checks/index.js"
+import { bearerTokenCheck, behalfProposalsOf, standingCheck, type BehalfProposal, type CheckContext, type GrantMessage } from "./checks/index.js"
 import { makeSignatureVerifier, type SignatureVerifier } from "./internal/SignatureVerifier.js"
 import { readSubject } from "./StreamReader.js"
 import { checkCall, lastAtOf, type CallEnvironment, type CallOutcome } from "./replay/CheckCall.js"
@@ -27,7 +28,7 @@ const StandingPrefix = standingSubjectOf("")
  * (the calls' commits as bytes, records, checkpoints, deliveries; envelopes verified on worker
  * threads meanwhile), verify (the registry and kernel keys from the trust root), check each call
  * (decode, chains, re-fold, every pure check), tally, then the whole-stream checks (checkpoints,
- * standing approvals, projection, plugin pins and re-runs) and the report. Never writes anything;
+ * standing approvals, projection, plugin pins and re-runs, bearer tokens) and the report. Never writes anything;
  * works with the read-only auditor credentials.
  */
 export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, AuditError, LedgerReader> =>
@@ -40,12 +41,14 @@ export const replay = (options: ReplayOptions = {}): Effect.Effect<AuditReport, 
     const logs = [...collected.calls.values()]
     const ctx = checkContext(plan, collected, trusted, verifier, logs)
     const tally = replayTally(trusted, { keepPluginSteps: plan.rerun })
+    const behalf: Array<BehalfProposal> = []
     yield* checkCalls(logs, { ctx, kernelKeys: trusted.kernelKeys, storeSkewMs: plan.storeSkewMs }, verifier, (o, i) => {
       ctx.lastAt[i] = o.lastAt
       tally.add(o)
+      if (o.audited !== undefined) behalf.push(...behalfProposalsOf(o.audited.call))
     })
     const tallied = tally.done(ctx, trusted.kernelKeys !== undefined)
-    const wide = yield* streamWideChecks(plan, collected, trusted, tallied, ctx)
+    const wide = yield* streamWideChecks(plan, collected, trusted, tallied, ctx, behalf)
     return reportOf(plan, collected, trusted, tallied, wide, Date.now() - t0)
   }))
 
@@ -116,7 +119,7 @@ const checkCalls = (
   })
 
 /** The checks over the whole replay: checkpoints, standing approvals, projection, plugin pins and re-runs. */
-const streamWideChecks = (plan: ReplayPlan, collected: Collected, trusted: Trusted, tallied: Tallied, ctx: CheckContext): Effect.Effect<StreamWideChecks, AuditError, LedgerReader> =>
+const streamWideChecks = (plan: ReplayPlan, collected: Collected, trusted: Trusted, tallied: Tallied, ctx: CheckContext, behalf: ReadonlyArray<BehalfProposal>): Effect.Effect<StreamWideChecks, AuditError, LedgerReader> =>
   Effect.gen(function* () {
     // Standing approvals: every grant in a whole-stream read, else those the selected calls used.
     const grants = new Map<string, Array<GrantMessage>>()
@@ -132,7 +135,11 @@ const streamWideChecks = (plan: ReplayPlan, collected: Collected, trusted: Trust
     const checkpoints = plan.wholeStream
       ? checkpointsCheck(collected.checkpoints, historyOf(collected.calls.values(), collected.records), plan.layout.lastSeq, trusted.kernelKeys, plan.mustHold)
       : skipped("checkpoints", "checkpoints are checked by a replay of the whole stream")
-    return { checkpoints, standing, projection: projection.check, projectionSummary: projection.summary, pins, rerun }
+    const tokens = yield* Effect.promise(() => bearerTokenCheck(behalf, ctx, plan.options.trust?.issuers as Readonly<Record<string, JSONWebKeySet>> | undefined, plan.options.trust !== undefined))
+    const t = findingTally()
+    for (const f of tokens) t.add("bearer-tokens", f)
+    const bearer = t.result("bearer-tokens", `${behalf.length} proposal(s) on behalf of a bearer token${plan.options.trust?.issuers === undefined ? " (no issuers in a trust root: pass --trust with issuers to verify them)" : ""}`)
+    return { checkpoints, standing, projection: projection.check, projectionSummary: projection.summary, pins, rerun, bearer }
   })
 
 /** Every message of the history read: the calls' commits (stream and archives) and the policy and archive records. */

@@ -106,8 +106,8 @@ describe("replay stages", () => {
       calls: new Map(), archived: { byHeld: new Map(), seqs: new Set(), records: 0, commits: 0, signers: [], violations: [] }, checkpoints: [], records: [], rotations: [],
       storeTimes: new Map(), events: events.length, backfilled: 0, archivedCommits: 0, firstSeq: 1, lastSeq: layout.lastSeq, streamViolations: [], archiveViolations: [], deliveries: { _tag: "skipped", note: "not read" }
     }
-    const passed = (name: "checkpoints" | "standing" | "plugin-pins" | "plugin-rerun") => ({ ...skipped(name, ""), status: "passed" as const })
-    const wide = { checkpoints: passed("checkpoints"), standing: passed("standing"), projection: skipped("projection", "off"), projectionSummary: null, pins: passed("plugin-pins"), rerun: passed("plugin-rerun") }
+    const passed = (name: "checkpoints" | "standing" | "plugin-pins" | "plugin-rerun" | "bearer-tokens") => ({ ...skipped(name, ""), status: "passed" as const })
+    const wide = { checkpoints: passed("checkpoints"), standing: passed("standing"), projection: skipped("projection", "off"), projectionSummary: null, pins: passed("plugin-pins"), rerun: passed("plugin-rerun"), bearer: passed("bearer-tokens") }
     const r = reportOf(plan, collected, trustedWith(), tallied, wide, 10)
     expect(r).toMatchObject({ ok: true, held_calls: 1, registry_rooted: true, registry_origin: "trust root: 1 admin(s)", checkpoints_anchored: true, policy_epochs: [1] })
     expect(r.checks.map((c) => c.name).slice(0, 6)).toEqual(["registry", "stream", "archive", "commit-chain", "checkpoints", "store-time"])

@@ -7,7 +7,10 @@ import { join } from "node:path"
 import { repoRoot } from "../../runtime/cli/Paths.js"
 import { writeCatalog } from "../../runtime/integrations/mcp/ToolCatalog.js"
 import { applyPolicyWitnessed } from "../support/PolicyChange.js"
-import { SignJWT, generateKeyPair } from "jose"
+import { SignJWT, exportJWK, generateKeyPair } from "jose"
+import { Either } from "effect"
+import { parseTrustRoot, type TrustRoot } from "../../runtime/audit/TrustRoot.js"
+import { checkOf, replayAs, trustRootFor } from "../audit/support.js"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { ClientCredentialsProvider } from "@modelcontextprotocol/sdk/client/auth-extensions.js"
@@ -175,6 +178,28 @@ describe("wk mcp serve --http: an OAuth 2.1 protected resource", () => {
     const ci = await connectClient(CiBot)
     expect(textOf(await call(ci, "fs_read", { path: "/srv/build.log" }))).toBe("read /srv/build.log")
     expect(endpoint.sessions().some((s) => s.principal === "agent:ci" && s.subject === CiBot.id)).toBe(true)
+  })
+
+  it("the audit re-verifies the token behind each proposal against the issuer's keys the trust root names; another key for the issuer, or none, is a violation", async () => {
+    const alice = await connectClient(Alice)
+    expect((await call(alice, "fs_read", { path: "/srv/audited.txt" })).isError).not.toBe(true)
+    const discovery = (await (await fetch(new URL(`${idp.issuer.replace(/\/$/, "")}/.well-known/openid-configuration`))).json()) as { jwks_uri: string }
+    const jwks = (await (await fetch(discovery.jwks_uri)).json()) as { keys: Array<{ kty: string }> }
+    const root = (issuers?: TrustRoot["issuers"]): TrustRoot => ({ ...trustRootFor([profile]), ...(issuers !== undefined ? { issuers } : {}) })
+    // Each root as the auditor reads it from its file.
+    const bearer = async (root: TrustRoot) => checkOf(await replayAs(nats.servers, "auditor", { factsBucket: null, sessionsStream: null, trust: Either.getOrThrow(parseTrustRoot(JSON.stringify(root))) }), "bearer-tokens")
+    const held = await bearer(root({ [idp.issuer]: jwks }))
+    expect(held).toMatchObject({ status: "passed", violations: [], unverified: [] })
+    expect(held.checked).toBeGreaterThanOrEqual(1)
+    // A forged root: the issuer's URL with another key. Every proposal on behalf of a token is named.
+    const other = { ...(await exportJWK((await generateKeyPair("ES256")).publicKey)), kty: "EC", alg: "ES256", kid: "test-es256" }
+    const forged = await bearer(root({ [idp.issuer]: { keys: [other] } }))
+    expect(forged.status).toBe("failed")
+    expect(forged.violations.length).toBe(held.checked)
+    expect(forged.violations[0]?.message).toMatch(/does not verify against the trust root's keys/)
+    const unrooted = await bearer(root())
+    expect(unrooted.violations.length).toBe(held.checked)
+    expect(unrooted.violations[0]?.message).toMatch(/unverifiable: the trust root names no keys for issuer/)
   })
 
   it("refuses a token issued for another audience", async () => {

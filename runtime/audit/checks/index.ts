@@ -1,4 +1,4 @@
-// The pure per-call checks, in report order; `plugin-rerun` and `projection` need I/O and run in Replay.
+// The pure per-call checks, in report order; `plugin-rerun`, `projection` and `bearer-tokens` (async verification) run in Replay.
 import { attestationBinding } from "./AttestationBinding.js"
 import type { HeldCheck } from "./Check.js"
 import { consistency } from "./Consistency.js"
@@ -21,6 +21,7 @@ export { transformOutput } from "./TransformOutput.js"
 export { commitChain, type ChainLink, type ChainFinding } from "./CommitChain.js"
 export { compareProjection, type ProjectionComparison } from "./Projection.js"
 export { rerunPlugins } from "./PluginRerun.js"
+export { bearerTokenCheck, behalfProposalsOf, type BehalfProposal } from "./BearerTokens.js"
 export { appliedUsesOf, standingCheck, type AppliedUse, type GrantMessage } from "./StandingUses.js"
 
 /** Every pure held-call check. */

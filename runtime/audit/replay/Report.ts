@@ -12,6 +12,7 @@ export interface StreamWideChecks {
   readonly projectionSummary: ProjectionSummary | null
   readonly pins: CheckResult
   readonly rerun: CheckResult
+  readonly bearer: CheckResult
 }
 
 /** A check's result with more violations (failed when there are any). */
@@ -73,7 +74,8 @@ export const reportOf = (plan: ReplayPlan, collected: Collected, trusted: Truste
     wide.standing,
     wide.projection,
     wide.pins,
-    wide.rerun
+    wide.rerun,
+    wide.bearer
   ]
   const violations = all.reduce((n, c) => n + c.violations.length, 0)
   const read = collected.events + collected.backfilled
