@@ -82,14 +82,16 @@ describe("docs/deploy/compose.yaml", () => {
 describe("docs/deploy/systemd", () => {
   const units = readdirSync(join(deploy, "systemd")).filter((f) => f.endsWith(".service"))
   const analyze = spawnSync("systemd-analyze", ["--version"]).status === 0
-  it("has the provisioning, kernel (template) and gateway units", () => {
-    expect(units.sort()).toEqual(["wk-gateway.service", "wk-kernel@.service", "wk-provision.service"])
+  it("has the provisioning, kernel (template), gateway and governed MCP endpoint units", () => {
+    expect(units.sort()).toEqual(["wk-gateway.service", "wk-kernel@.service", "wk-mcp-http.service", "wk-provision.service"])
     const kernel = readFileSync(join(deploy, "systemd", "wk-kernel@.service"), "utf8")
     expect(kernel).toMatch(/^Requires=wk-provision\.service$/m)
     expect(kernel).toMatch(/^KillSignal=SIGINT$/m)
     expect(kernel).toMatch(/^Environment=WK_METRICS_HOST=0\.0\.0\.0$/m)
     const gateway = readFileSync(join(deploy, "systemd", "wk-gateway.service"), "utf8")
     expect(gateway).toMatch(/^ExecStart=.* gateway --host 0\.0\.0\.0 --port 8787 --metrics-host 0\.0\.0\.0 --metrics-port 9466$/m)
+    const mcp = readFileSync(join(deploy, "systemd", "wk-mcp-http.service"), "utf8")
+    expect(mcp).toMatch(/^ExecStart=.* mcp serve --http --config \S+$/m)
   })
   it.skipIf(!analyze)("every unit passes systemd-analyze verify (a broken one does not)", () => {
     for (const u of units) {
